@@ -1,0 +1,13 @@
+"""Shared Python for the lab course. One module per concern, none of them knows a lab:
+
+    errors   CourseError: a problem the user can fix, printed as one line and a hint
+    device   is there a CUDA GPU, what it is (name, sm_XX, SMs, clocks, L2), its peak rates
+    build    nvcc for one or more architectures, `-Xptxas -v` parsed per kernel
+    kernels  the row type of a lab's kernel table; loading cubins and launching through PyCUDA
+    check    float64 references, tolerances that grow with K, poisoned outputs, verdicts
+    timing   CUDA-event timing with L2 flushed between repetitions
+    cublas   cuBLAS SGEMM and FP16 GemmEx through ctypes, on PyCUDA's primary context
+    sass     cuobjdump -sass parsed into exact opcode counts per kernel
+    report   aligned tables, JSON records (GPU, commit, date), progress lines
+    plots    the ladder chart
+"""

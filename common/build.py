@@ -1,0 +1,110 @@
+"""Building kernels: nvcc to a cubin per (source, architecture), `-Xptxas -v` parsed per kernel.
+
+    ALL_ARCHS                      the architectures the course supports
+    resolve_archs(arch)            'sm_86' / 'all' / None (the GPU's own, else all) -> list
+    compile_cubin(src, out, arch, defines) -> {kernel: resources}; rebuilds only when stale
+    parse_ptxas(text)              -> {kernel: {"registers", "spill_stores", "spill_loads",
+                                                "smem", "stack", "barriers"}}
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from .errors import CourseError
+
+ALL_ARCHS = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_120"]
+NVCC_FLAGS = ["-cubin", "-O3", "-std=c++17", "-lineinfo", "-Xptxas", "-v"]
+
+
+def find_nvcc():
+    nvcc = shutil.which("nvcc") or next((p for p in ("/usr/local/cuda/bin/nvcc",) if os.path.exists(p)), None)
+    if not nvcc:
+        raise CourseError("nvcc (the CUDA compiler) is not on the PATH",
+                          hint="install the CUDA toolkit (12.4 or newer) and add its bin/ to PATH, "
+                               "e.g. export PATH=/usr/local/cuda/bin:$PATH")
+    return nvcc
+
+
+def resolve_archs(arch=None):
+    """ARCH=sm_XY builds for one, ARCH=all for all five; no ARCH: the GPU's own, or all without a GPU."""
+    from .device import detect_arch
+    if arch in (None, ""):
+        found = detect_arch()
+        return [found] if found else list(ALL_ARCHS)
+    if arch == "all":
+        return list(ALL_ARCHS)
+    archs = [a.strip() for a in arch.split(",")]
+    for a in archs:
+        if not re.fullmatch(r"sm_\d{2,3}a?", a):
+            raise CourseError(f"ARCH={a!r} is not an architecture name", hint="use e.g. ARCH=sm_86, or ARCH=all")
+        if int(re.sub(r"\D", "", a)) < 80:
+            raise CourseError(f"{a} is older than sm_80; the lab's kernels need Ampere or newer",
+                              hint="use ARCH=sm_80, sm_86, sm_89, sm_90 or sm_120")
+    return archs
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
+_PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_BARS = re.compile(r"used (\d+) barriers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def parse_ptxas(text):
+    """Registers, spills, shared memory and stack per kernel from nvcc's `-Xptxas -v` output."""
+    kernels, current = {}, None
+    for line in text.splitlines():
+        m = _ENTRY.search(line)
+        if m:
+            current = kernels.setdefault(m.group(1), {"registers": None, "spill_stores": 0, "spill_loads": 0,
+                                                      "smem": 0, "stack": 0, "barriers": 0})
+            continue
+        if current is None:
+            continue
+        m = _PROPS.search(line)
+        if m:
+            current.update(stack=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
+        m = _USED.search(line)
+        if m:
+            current["registers"] = int(m.group(1))
+            b, s = _BARS.search(line), _SMEM.search(line)
+            current["barriers"] = int(b.group(1)) if b else 0
+            current["smem"] = int(s.group(1)) if s else 0
+    return kernels
+
+
+def _stamp(src, arch, defines):
+    return {"source_mtime": os.path.getmtime(src), "arch": arch, "defines": defines,
+            "flags": NVCC_FLAGS}
+
+
+def compile_cubin(src, out, arch, defines=None, force=False):
+    """Compile `src` to `out` (a .cubin) for `arch`; the ptxas report is kept beside it as .json.
+
+    Skips the compile when the cubin is newer than the source and was built with the same
+    flags. Returns the parsed ptxas resources per kernel. Raises CourseError on a compile error.
+    """
+    src, out = Path(src), Path(out)
+    defines = dict(defines or {})
+    meta = out.with_suffix(".json")
+    stamp = _stamp(src, arch, defines)
+    if not force and out.exists() and meta.exists():
+        saved = json.loads(meta.read_text())
+        if saved.get("stamp") == stamp:
+            return saved["kernels"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [find_nvcc(), *NVCC_FLAGS, f"-arch={arch}", *[f"-D{k}={v}" for k, v in defines.items()],
+           "-o", str(out), str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    out.with_suffix(".ptxas.log").write_text(" ".join(cmd) + "\n" + log)
+    if proc.returncode != 0:
+        errors = "\n".join(l for l in log.splitlines() if "error" in l.lower())[:2000] or log[-2000:]
+        raise CourseError(f"nvcc failed on {src.name} for {arch}:\n{errors}",
+                          hint=f"the full log is in {out.with_suffix('.ptxas.log')}")
+    kernels = parse_ptxas(log)
+    meta.write_text(json.dumps({"stamp": stamp, "kernels": kernels}, indent=1))
+    return kernels

@@ -1,0 +1,101 @@
+"""cuBLAS through ctypes, the baseline every benchmark is measured against, in the same run.
+
+    blas = Cublas()                          loads libcublas, creates a handle on the current
+                                             (PyCUDA primary) context, default stream
+    blas.sgemm(M, N, K, a, b, c)             FP32 in, FP32 FFMA compute: TF32 is OFF
+    blas.hgemm(M, N, K, a, b, c)             FP16 in, FP32 compute and output (cublasGemmEx)
+    blas.version, blas.path, Cublas.SGEMM_MODE, Cublas.HGEMM_MODE   said in every table
+
+Why ctypes: PyCUDA has no cuBLAS binding, and the maintained Python bindings would bring a second
+CUDA stack (and their own context handling) for two functions. cuBLAS works on whatever context is
+current, so creating the handle after `pycuda.autoprimaryctx` puts it on the same primary context
+as our kernels; both use stream 0, so CUDA events time them the same way.
+
+Row-major trick: cuBLAS is column-major. A row-major M x N matrix C is, read column-major, C^T
+(N x M). Since C^T = B^T . A^T, we ask cuBLAS for the column-major product of "B" (N x K, ld N)
+and "A" (K x M, ld K), with m = N, n = M: no transposes and no copies.
+"""
+import ctypes
+import ctypes.util
+import glob
+import os
+import sys
+
+from .errors import CourseError
+
+CUBLAS_OP_N = 0
+CUBLAS_DEFAULT_MATH = 0          # no TF32: SGEMM stays FP32 FFMA unless NVIDIA_TF32_OVERRIDE says otherwise
+CUDA_R_32F, CUDA_R_16F = 0, 2
+CUBLAS_COMPUTE_32F = 68          # FP32 accumulation (not _FAST_TF32, not 16F)
+CUBLAS_GEMM_DEFAULT = -1
+
+
+def _candidates():
+    if os.environ.get("CUBLAS_LIBRARY"):
+        yield os.environ["CUBLAS_LIBRARY"]
+    for root in sys.path:
+        for pattern in ("nvidia/cu13/lib/libcublas.so.*", "nvidia/cublas/lib/libcublas.so.*"):
+            yield from sorted(glob.glob(os.path.join(root, pattern)), reverse=True)
+    found = ctypes.util.find_library("cublas")
+    if found:
+        yield found
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home:
+            yield from sorted(glob.glob(os.path.join(home, "lib64", "libcublas.so*")), reverse=True)
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if path in tried:
+            continue
+        tried.append(path)
+        try:
+            return ctypes.CDLL(path), path
+        except OSError:
+            continue
+    raise CourseError("cuBLAS (libcublas) was not found",
+                      hint="install the CUDA toolkit or `pip install nvidia-cublas`, "
+                           "or set CUBLAS_LIBRARY=/path/to/libcublas.so")
+
+
+class Cublas:
+    SGEMM_MODE = "cuBLAS SGEMM, FP32 FFMA (TF32 off)"
+    HGEMM_MODE = "cuBLAS GemmEx, FP16 in, FP32 accumulate and out"
+
+    def __init__(self):
+        from .device import init_gpu
+        init_gpu()
+        if os.environ.get("NVIDIA_TF32_OVERRIDE", "0") not in ("", "0"):
+            raise CourseError("NVIDIA_TF32_OVERRIDE is set: cuBLAS SGEMM could use TF32 tensor cores",
+                              hint="unset NVIDIA_TF32_OVERRIDE; the FP32 baseline must be FP32")
+        self.lib, self.path = _load()
+        self.handle = ctypes.c_void_p()
+        self._ok(self.lib.cublasCreate_v2(ctypes.byref(self.handle)), "cublasCreate")
+        self._ok(self.lib.cublasSetMathMode(self.handle, CUBLAS_DEFAULT_MATH), "cublasSetMathMode")
+        v = ctypes.c_int()
+        self._ok(self.lib.cublasGetVersion_v2(self.handle, ctypes.byref(v)), "cublasGetVersion")
+        self.version = v.value
+        self._one, self._zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
+        i, p = ctypes.c_int, ctypes.c_void_p
+        self.lib.cublasSgemm_v2.argtypes = [p, i, i, i, i, i, p, p, i, p, i, p, p, i]
+        self.lib.cublasGemmEx.argtypes = [p, i, i, i, i, i, p, p, i, i, p, i, i, p, p, i, i, i, i]
+
+    @staticmethod
+    def _ok(status, what):
+        if status != 0:
+            raise CourseError(f"{what} failed with cuBLAS status {status}",
+                              hint="check that the GPU works (nvidia-smi) and that cuBLAS matches the driver")
+
+    def sgemm(self, M, N, K, a, b, c):
+        """C (M x N) = A (M x K) . B (K x N), all row-major FP32 device pointers."""
+        self._ok(self.lib.cublasSgemm_v2(self.handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K,
+                                         ctypes.byref(self._one), int(b), N, int(a), K,
+                                         ctypes.byref(self._zero), int(c), N), "cublasSgemm")
+
+    def hgemm(self, M, N, K, a, b, c):
+        """C (M x N, FP32) = A (M x K, FP16) . B (K x N, FP16), FP32 accumulation, row-major."""
+        self._ok(self.lib.cublasGemmEx(self.handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K,
+                                       ctypes.byref(self._one), int(b), CUDA_R_16F, N, int(a), CUDA_R_16F, K,
+                                       ctypes.byref(self._zero), int(c), CUDA_R_32F, N,
+                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), "cublasGemmEx")

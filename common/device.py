@@ -1,0 +1,150 @@
+"""Device facts: is there a CUDA GPU, what it is, and what it can do at most.
+
+    gpu_status()      -> (True, "NVIDIA H200 (sm_90)") or (False, why not): never raises
+    init_gpu()        -> the CUDA device, PyCUDA's primary context made current; CourseError if none
+    gpu_facts()       -> dict: name, arch, cc, sms, clocks, L2 bytes, driver, memory
+    detect_arch()     -> "sm_90" from nvidia-smi (no PyCUDA needed), or None
+    peak_tflops(facts)-> {"fp32": .., "fp16_tensor": .., "note": ..} at the boost clock
+    ARCH_PEAKS        the per-SM, per-clock rates behind those peaks (sources in the comments)
+"""
+import functools
+import shutil
+import subprocess
+
+from .errors import CourseError
+
+MIN_CC = (8, 0)   # cp.async, ldmatrix and mma.m16n8k16 need Ampere or newer
+
+# Per SM per clock. fp32: 2 FLOP per FFMA lane (64 lanes on sm_80, 128 after).
+# Tensor: dense FP16 inputs with FP32 accumulation. GeForce parts of sm_86/89/120 run FP32
+# accumulation at half the rate of the pro/datacenter parts of the same chip (a product
+# decision, GA102/AD102 whitepapers). sm_90's 4096 is the wgmma rate; mma.sync and WMMA reach
+# about 65 % of it on Hopper. sm_120 pro parts: the full rate is assumed, not verified.
+ARCH_PEAKS = {
+    "sm_80":  {"fp32": 128, "tensor": 2048, "tensor_geforce": None},
+    "sm_86":  {"fp32": 256, "tensor": 1024, "tensor_geforce": 512},
+    "sm_89":  {"fp32": 256, "tensor": 1024, "tensor_geforce": 512},
+    "sm_90":  {"fp32": 256, "tensor": 4096, "tensor_geforce": None},
+    "sm_120": {"fp32": 256, "tensor": 1024, "tensor_geforce": 512},
+}
+
+_NO_PYCUDA_HINT = ("on a machine with an NVIDIA GPU and driver, `make test` installs PyCUDA into .venv; "
+                   "with your own Python, `pip install pycuda`")
+
+
+def _driver():
+    try:
+        import pycuda.driver as cuda
+    except ImportError as e:
+        raise CourseError(f"PyCUDA is not installed ({e})", hint=_NO_PYCUDA_HINT) from None
+    try:
+        cuda.init()
+    except Exception as e:  # pycuda raises its own types; any of them means no usable driver
+        raise CourseError(f"the CUDA driver could not start: {e}",
+                          hint="check `nvidia-smi`; install the NVIDIA driver, or run on a machine with a GPU") from None
+    if cuda.Device.count() == 0:
+        raise CourseError("no CUDA GPU found", hint="run on a machine with an NVIDIA GPU (check `nvidia-smi`)")
+    return cuda
+
+
+@functools.lru_cache(maxsize=1)
+def init_gpu():
+    """Device 0 with PyCUDA's primary context current (cuBLAS shares it). Raises CourseError."""
+    cuda = _driver()
+    dev = cuda.Device(0)
+    cc = dev.compute_capability()
+    if cc < MIN_CC:
+        raise CourseError(f"{dev.name()} is sm_{cc[0]}{cc[1]}; the lab's kernels need sm_80 or newer "
+                          "(cp.async, ldmatrix, mma.m16n8k16)",
+                          hint="use an Ampere, Ada, Hopper or Blackwell GPU")
+    import pycuda.autoprimaryctx  # noqa: F401  (retains and pushes the primary context)
+    return dev
+
+
+def gpu_status():
+    """(available, text). Text names the GPU, or says why there is none. Never raises."""
+    try:
+        dev = init_gpu()
+    except CourseError as e:
+        return False, e.message
+    cc = dev.compute_capability()
+    return True, f"{dev.name()} (sm_{cc[0]}{cc[1]})"
+
+
+def _nvidia_smi(*fields):
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return None
+    try:
+        out = subprocess.run([exe, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    return [v.strip() for v in out.stdout.splitlines()[0].split(",")]
+
+
+def detect_arch():
+    """The first GPU's architecture as 'sm_XY' from nvidia-smi, or None without a GPU."""
+    vals = _nvidia_smi("compute_cap")
+    if not vals or "." not in vals[0]:
+        return None
+    major, minor = vals[0].split(".")
+    return f"sm_{major}{minor}"
+
+
+def gpu_facts():
+    """Everything a results file should say about the GPU it was measured on."""
+    cuda = _driver()
+    dev = init_gpu()
+    a = cuda.device_attribute
+    attr = dev.get_attributes()
+    cc = dev.compute_capability()
+    facts = {
+        "name": dev.name(),
+        "arch": f"sm_{cc[0]}{cc[1]}",
+        "compute_capability": f"{cc[0]}.{cc[1]}",
+        "sms": attr[a.MULTIPROCESSOR_COUNT],
+        "sm_clock_max_mhz": attr[a.CLOCK_RATE] / 1000,
+        "memory_clock_max_mhz": attr[a.MEMORY_CLOCK_RATE] / 1000,
+        "memory_bus_bits": attr[a.GLOBAL_MEMORY_BUS_WIDTH],
+        "l2_bytes": attr[a.L2_CACHE_SIZE],
+        "memory_bytes": dev.total_memory(),
+        "shared_per_block_optin": attr.get(a.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+        "registers_per_sm": attr.get(a.MAX_REGISTERS_PER_MULTIPROCESSOR),
+        "threads_per_sm": attr.get(a.MAX_THREADS_PER_MULTIPROCESSOR),
+        "cuda_driver_api": cuda.get_driver_version(),
+    }
+    smi = _nvidia_smi("driver_version", "clocks.sm", "clocks.max.sm", "clocks.mem")
+    if smi:
+        facts.update(driver=smi[0], sm_clock_now_mhz=_num(smi[1]), sm_clock_max_smi_mhz=_num(smi[2]),
+                     memory_clock_now_mhz=_num(smi[3]))
+    facts["peaks"] = peak_tflops(facts)
+    return facts
+
+
+def _num(s):
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+def is_geforce(name):
+    return "geforce" in name.lower()
+
+
+def peak_tflops(facts):
+    """FP32 FFMA peak and dense FP16-input/FP32-accumulate tensor peak at the max SM clock."""
+    rates = ARCH_PEAKS.get(facts["arch"])
+    if rates is None:
+        return {"fp32": None, "fp16_tensor": None, "note": f"no peak table for {facts['arch']}"}
+    tensor = rates["tensor"]
+    note = "datacenter/pro rate"
+    if is_geforce(facts["name"]) and rates["tensor_geforce"]:
+        tensor, note = rates["tensor_geforce"], "GeForce: FP32 accumulation at half rate"
+    if facts["arch"] == "sm_90":
+        note = "wgmma rate; mma.sync/WMMA top out near 65 % of it on Hopper"
+    scale = facts["sms"] * facts["sm_clock_max_mhz"] * 1e6 / 1e12
+    return {"fp32": rates["fp32"] * scale, "fp16_tensor": tensor * scale, "note": note}

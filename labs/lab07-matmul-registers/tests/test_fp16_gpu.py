@@ -1,0 +1,45 @@
+"""The tensor-core ladder on the GPU: FP16 inputs, FP32 accumulation, against float64 products of
+the FP16-rounded inputs (so only accumulation error is measured; see common/check.py for the
+tolerance and why it is wider than FP32's)."""
+import numpy as np
+import pytest
+
+import lab07
+from common import check as checking
+from conftest import needs_gpu
+
+# The FP32 test shapes with K moved to a multiple of 8; N not a multiple of 8; K % 16 == 8;
+# tall and skinny.
+SHAPES = [(1, 1, 8), (1, 300, 80), (17, 33, 16), (64, 64, 64), (130, 260, 104), (257, 129, 512),
+          (300, 200, 8), (96, 384, 1000),
+          (64, 65, 64), (129, 131, 136), (33, 7, 24), (64, 64, 72), (128, 136, 40),
+          (4099, 3, 64), (2, 3001, 40), (5, 7, 2048)]
+
+CASES = [(k.name, v, s) for k in lab07.FP16 for v in k.variants for s in SHAPES
+         if v != "vec" or k.variant_for(*s) == "vec"]
+
+
+@needs_gpu
+@pytest.mark.parametrize("name,variant,shape", CASES, ids=[f"{n}{'-' + v if v else ''}-{'x'.join(map(str, s))}" for n, v, s in CASES])
+def test_fp16_kernel_matches_float64_reference(name, variant, shape):
+    verdict = lab07.check(name, *shape, variant=variant)
+    assert verdict.ok, str(verdict)
+
+
+@pytest.fixture(scope="module")
+def big_problem():
+    rng = np.random.default_rng()
+    n = 4096
+    A = checking.random_matrix(n, n, np.float16, rng)
+    B = checking.random_matrix(n, n, np.float16, rng)
+    ref, abs_ref = checking.reference(A, B)
+    return A, B, ref, checking.tolerance(n, abs_ref, "fp16_tensor")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", [k.name for k in lab07.FP16])
+def test_fp16_kernel_at_4096_cubed(name, big_problem):
+    A, B, ref, tol = big_problem
+    C = lab07.matmul(name, A, B)
+    verdict = checking.compare(C, ref, tol, label=f"{name} 4096^3")
+    assert verdict.ok, str(verdict)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Creates .venv with what the course needs: numpy, matplotlib, pytest, the cuobjdump/nvdisasm
+# wheels when the machine has no cuobjdump, and PyCUDA when an NVIDIA driver is present.
+# Called by `make` when .venv is missing or pyproject.toml changed; safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${BOOTSTRAP_PYTHON:-python3}
+if ! command -v "$PY" >/dev/null; then
+  echo "error: $PY not found. Install Python 3.10 or newer." >&2; exit 2
+fi
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+  echo "error: $("$PY" --version) is too old; the course needs Python 3.10 or newer." >&2; exit 2
+fi
+if [ ! -x .venv/bin/python ]; then
+  echo "setting up .venv (once) ..."
+  "$PY" -m venv .venv || { echo "error: could not create a virtual environment; on Debian/Ubuntu: apt install python3-venv" >&2; exit 2; }
+fi
+extras=""
+if ! { command -v cuobjdump >/dev/null && command -v nvdisasm >/dev/null; }; then extras="sass"; fi
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  extras="${extras:+$extras,}gpu"
+  echo "NVIDIA driver found: installing PyCUDA (it compiles against your CUDA toolkit; needs nvcc on PATH)"
+else
+  echo "no NVIDIA driver here: PyCUDA is not installed, GPU tests will be skipped"
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+.venv/bin/python -m pip install --quiet --disable-pip-version-check ".${extras:+[$extras]}"
+touch .venv/.ready
+echo ".venv ready"

@@ -1,0 +1,106 @@
+"""nvcc, the ptxas report and the SASS parser, on real compiler output (no GPU needed)."""
+import shutil
+
+import pytest
+
+from common import build, sass
+from common.errors import CourseError
+
+KERNEL = r"""
+extern "C" __global__ void axpy8(const float* x, float* y, int n) {
+    __shared__ float s[256];
+    float acc[64];
+    #pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = x[threadIdx.x * 64 + i];
+    s[threadIdx.x] = acc[threadIdx.x % 64];
+    __syncthreads();
+    #pragma unroll
+    for (int r = 0; r < 64; ++r)
+        #pragma unroll
+        for (int i = 0; i < 64; ++i) acc[i] = fmaf(acc[(i + r) % 64], s[(threadIdx.x + i) % 256], acc[i]);
+    float t = 0;
+    #pragma unroll
+    for (int i = 0; i < 64; ++i) t += acc[i];
+    y[threadIdx.x] = t;
+}
+"""
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    d = tmp_path_factory.mktemp("k")
+    (d / "axpy8.cu").write_text(KERNEL)
+    return d
+
+
+def test_ptxas_report_gives_registers_and_shared_memory(sources):
+    res = build.compile_cubin(sources / "axpy8.cu", sources / "sm_80" / "axpy8.cubin", "sm_80")
+    r = res["axpy8"]
+    assert r["registers"] > 64 and r["smem"] == 1024 and r["spill_stores"] == 0 and r["barriers"] == 1
+
+
+def test_ptxas_report_sees_spills(sources, tmp_path):
+    src = tmp_path / "spill.cu"
+    src.write_text(KERNEL.replace("extern", '#pragma nv_diag_suppress 177\nextern').replace(
+        "__global__ void", "__global__ void __launch_bounds__(1024, 2)"))
+    text = build.compile_cubin(src, tmp_path / "spill.cubin", "sm_90")
+    assert text["axpy8"]["registers"] <= 32
+    assert text["axpy8"]["spill_stores"] > 0 and text["axpy8"]["stack"] > 0
+
+
+def test_compile_is_skipped_when_up_to_date(sources):
+    out = sources / "sm_86" / "axpy8.cubin"
+    build.compile_cubin(sources / "axpy8.cu", out, "sm_86")
+    mtime = out.stat().st_mtime_ns
+    build.compile_cubin(sources / "axpy8.cu", out, "sm_86")
+    assert out.stat().st_mtime_ns == mtime
+
+
+def test_compile_error_is_a_clear_message(tmp_path):
+    (tmp_path / "bad.cu").write_text("__global__ void f() { this is not cuda; }")
+    with pytest.raises(CourseError, match="nvcc failed on bad.cu"):
+        build.compile_cubin(tmp_path / "bad.cu", tmp_path / "bad.cubin", "sm_80")
+
+
+def test_arch_names_are_checked():
+    assert build.resolve_archs("all") == build.ALL_ARCHS
+    assert build.resolve_archs("sm_86") == ["sm_86"]
+    with pytest.raises(CourseError, match="older than sm_80"):
+        build.resolve_archs("sm_75")
+    with pytest.raises(CourseError, match="not an architecture"):
+        build.resolve_archs("ampere")
+
+
+def test_sass_counts_exact_opcodes(sources):
+    try:
+        sass.find_cuobjdump()
+    except CourseError as e:
+        pytest.skip(str(e))
+    cubin = sources / "sm_80" / "axpy8.cubin"
+    build.compile_cubin(sources / "axpy8.cu", cubin, "sm_80")
+    counts = sass.opcode_counts(sass.disassemble(cubin))["axpy8"]
+    fam = sass.family_counts(counts)
+    assert fam["FFMA"] >= 64 * 64 // 2 and fam["BAR"] == 1 and fam["HMMA"] == 0
+    assert sum(counts.values()) > fam["FFMA"]
+
+
+def test_opcode_families_do_not_confuse_lookalikes():
+    rules = sass.COLUMNS
+    assert not rules["LDS"]("LDSM.16.M88.4") and rules["LDSM"]("LDSM.16.MT88.4")
+    assert rules["LDS"]("LDS") and rules["LDS"]("LDS.64") and not rules["LDS"]("LDS.128")
+    assert rules["LDS.128"]("LDS.128") and rules["LDS.128"]("LDS.U.128")
+    assert not rules["HMMA"]("HFMA2.MMA") and rules["HMMA"]("HMMA.16816.F32")
+    assert rules["LDG.128"]("LDG.E.128.CONSTANT") and rules["LDG"]("LDG.E.U16") and not rules["LDG"]("LDGSTS.E.128")
+    assert rules["LDGSTS"]("LDGSTS.E.BYPASS.128") and not rules["LDG.128"]("LDGSTS.E.BYPASS.128")
+
+
+def test_sass_parser_reads_predicates_and_functions():
+    text = ("\t\tFunction : k1\n"
+            "        /*0060*/              @!P0 FFMA R4, R2.reuse, R3, R4 ;   /* 0x00 */\n"
+            "        /*0070*/                   LDSM.16.M88.4 R8, [R2+UR4] ;   /* 0x00 */\n"
+            "\t\tFunction : k2\n"
+            "        /*0010*/                   HFMA2.MMA R1, -RZ, RZ, 0, 0 ;  /* 0x00 */\n")
+    counts = sass.opcode_counts(text)
+    assert counts["k1"] == {"FFMA": 1, "LDSM.16.M88.4": 1} and counts["k2"] == {"HFMA2.MMA": 1}
