@@ -8,6 +8,9 @@
     timing   CUDA-event timing with L2 flushed between repetitions
     cublas   cuBLAS SGEMM and FP16 GemmEx through ctypes, on PyCUDA's primary context
     sass     cuobjdump -sass parsed into exact opcode counts per kernel
+    ncu      Nsight Compute: find it, its command line (clocks never locked), its errors, its CSV
+    ncu_metrics  which ncu metrics exist on which chip; loads per FFMA, excess wavefronts, top stalls
+    sanitizer    compute-sanitizer: its command line, its findings counted per kernel
     report   aligned tables, JSON records (GPU, commit, date), progress lines
     plots    the ladder chart
 """

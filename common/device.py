@@ -36,6 +36,10 @@ def _driver():
     try:
         import pycuda.driver as cuda
     except ImportError as e:
+        if detect_arch() is None:
+            raise CourseError("this needs a CUDA GPU, and this machine has none (nvidia-smi finds no NVIDIA GPU)",
+                              hint="run it on a machine with an NVIDIA GPU; `make`, `make sass` and the CPU "
+                                   "tests of `make test` work here") from None
         raise CourseError(f"PyCUDA is not installed ({e})", hint=_NO_PYCUDA_HINT) from None
     try:
         cuda.init()

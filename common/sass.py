@@ -8,7 +8,7 @@
                               LDSM is not LDS, HFMA2.MMA is not a tensor op, LDS.128 is not LDS
 
 Counts are static: an instruction in a loop body counts once, however often the loop runs, and
-an unrolled loop counts once per copy.
+an unrolled loop counts once per copy. Never-executed placeholders (`@!PT ...`) are not counted.
 """
 import os
 import re
@@ -21,7 +21,8 @@ from pathlib import Path
 from .errors import CourseError
 
 _FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
-_INSN = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
+_INSN = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(@!?U?P[T0-9]\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
+_NEVER = "@!PT"      # ptxas pads with never-executed placeholders such as `@!PT LDS RZ, [RZ]`: not counted
 
 
 def _base(op):
@@ -117,8 +118,8 @@ def opcode_counts(text):
             continue
         if current is not None:
             m = _INSN.match(line)
-            if m:
-                current[m.group(1)] += 1
+            if m and (m.group(1) or "").strip() != _NEVER:
+                current[m.group(2)] += 1
     return counts
 
 

@@ -100,6 +100,7 @@ def test_sass_parser_reads_predicates_and_functions():
     text = ("\t\tFunction : k1\n"
             "        /*0060*/              @!P0 FFMA R4, R2.reuse, R3, R4 ;   /* 0x00 */\n"
             "        /*0070*/                   LDSM.16.M88.4 R8, [R2+UR4] ;   /* 0x00 */\n"
+            "        /*0080*/              @!PT LDS RZ, [RZ] ;                 /* 0x00 */\n"
             "\t\tFunction : k2\n"
             "        /*0010*/                   HFMA2.MMA R1, -RZ, RZ, 0, 0 ;  /* 0x00 */\n")
     counts = sass.opcode_counts(text)

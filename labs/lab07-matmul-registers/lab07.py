@@ -195,10 +195,10 @@ def launcher(k, M, N, K, variant=None):
 def matmul(name, A, B, variant=None):
     """C = A . B on the GPU with one of the lab's kernels. C is float32; it is poisoned with NaN
     before the launch, so any element the kernel does not write comes back as NaN."""
-    import pycuda.driver as cuda
     k = kernel(name)
     M, N, K = validate(k, A, B)
-    arch = gpu_arch()
+    arch = gpu_arch()                 # a clear error here when there is no GPU
+    import pycuda.driver as cuda
     build([k], [arch])
     run = launcher(k, M, N, K, variant)
     a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
@@ -258,8 +258,17 @@ def main(argv=None):
     p = sub.add_parser("tune", help="time other tile parameters of v7 and t3 at 4096^3")
     p.add_argument("--size", type=int, default=4096)
     p = sub.add_parser("selfcheck", help="every kernel and variant on a few awkward shapes")
+    p = sub.add_parser("profile", help="the program ncu runs: one warm-up launch, one profiled (profiling.py)")
+    p.add_argument("--kernel", default=None, help="v3..v7, t1..t3, cublas-sgemm, cublas-hgemm")
+    p.add_argument("--variant", default=None, help="default: the one the size selects")
+    p.add_argument("--size", type=int, default=2048, help="M = N = K")
+    p.add_argument("--sanitize-run", action="store_true", help="every kernel on small shapes, for compute-sanitizer")
+    p.add_argument("--kernels", default=None, help="with --sanitize-run: a comma list (default: all)")
     args = parser.parse_args(argv)
     with user_errors():
+        if args.target == "profile":
+            import profiling
+            return profiling.profile(args)
         getattr(targets, args.target)(args)
 
 

@@ -105,13 +105,12 @@ def _slug(name):
 
 
 def bench(args, kernels_by_ladder=None, sizes=None, stem="lab07-bench"):
-    import pycuda.driver as cuda
     from common.cublas import Cublas
     from common.device import gpu_facts
-    from common.plots import ladder_chart
     from common.timing import L2Flusher, time_gpu
 
-    facts = gpu_facts()
+    facts = gpu_facts()               # a clear error here when there is no GPU
+    import pycuda.driver as cuda
     arch = facts["arch"]
     sizes = sizes or [int(s) for s in args.sizes.split(",")]
     ladders = kernels_by_ladder or {n: LADDERS[n] for n in (["fp32", "fp16"] if args.ladder == "both" else [args.ladder])}

@@ -27,9 +27,10 @@
 //   as __device__ constants, built at compile time (a constexpr function makes the FP16 bit
 //   patterns), so the trick needs no shared memory and no setup from the host. The accumulator
 //   gets the same treatment for the guarded stores of edge tiles.
-//   (Some fragments hold a value twice: on sm_80+ a matrix_a fragment has 16 halves per lane for
-//   256 elements over 32 lanes. The coordinate matrix shows that too, and filling both copies is
-//   harmless.)
+//   (A fragment may have more slots than the tile has elements: matrix_a and matrix_b fragments
+//   have 16 halves per lane, 512 slots for 256 elements, a leftover of Volta's layout. The
+//   coordinate matrix names every slot all the same, filling them all is harmless, and on sm_80+
+//   ptxas drops the loads of the 8 slots per lane that the m16n8k16 instructions never read.)
 //
 // When may load_matrix_sync / store_matrix_sync touch global memory directly? (CUDA C++
 // Programming Guide, warp matrix functions) The pointer must be 256-bit (32-byte) aligned and ldm,
@@ -51,8 +52,10 @@
 //
 // What to look for in SASS (make sass): HMMA.16816.F32, two per 16x16x16 mma_sync (sm_80+ tensor
 // cores natively do m16n8k16, so WMMA's 16x16x16 is two of them); the fragment loads are LDG.E
-// (32-bit, two halves each) in the interior loop and 16-bit LDG.E.U16 in the edge loops; and no
-// LDS, LDSM or STS at all: this kernel never touches shared memory.
+// (32-bit, two halves each: 4 per lane for A, 4 for B) in the interior loop, and 16-bit LDG.E.U16
+// in the edge loops. B is row-major in memory but the tensor core wants pairs along K, so each B
+// load is followed by MOVM.16.MT88, an in-register 8x8 transpose: WMMA hiding a layout again. And
+// no LDS, LDSM or STS at all: this kernel never touches shared memory.
 
 #include <cuda_fp16.h>
 #include <mma.h>

@@ -27,8 +27,8 @@
 //   aligned. 8 halves is the smallest pad that keeps ldm a multiple of 8 (so every 16th row, where
 //   fragments start, stays 32-byte aligned) and every row 16-byte aligned.
 //   What the pad buys: a fragment load (LDSM, ldmatrix) reads 8x8 sub-tiles, 8 rows of 16 bytes at a
-//   time, and is conflict-free only if those 8 row pieces fall in different bank groups (the 32 banks
-//   are 128 bytes wide). Unpadded, Bs rows are 256 bytes: all 8 rows start in the same banks, an
+//   time, and is conflict-free only if those 8 row pieces fall in different banks (32 banks of 4
+//   bytes: addresses 128 bytes apart share a bank). Unpadded, Bs rows are 256 bytes: all 8 rows start in the same banks, an
 //   8-way conflict on every B fragment load; As rows are 64 bytes: rows 0,2,4,6 collide, 4-way.
 //   Padded, the row strides are 80 and 272 bytes: 8 consecutive rows start at 8 different 16-byte
 //   offsets modulo 128, no conflict. The cost is 8/40 and 8/136 of the tile memory.
@@ -42,10 +42,13 @@
 // fragment of the scalar variant, goes through a per-warp 16x16 float area of shared memory (the
 // tile buffers, free after the loop's last barrier) and out with guarded scalar stores.
 //
-// What to look for in SASS (make sass): HMMA.16816.F32, two per mma_sync; fragment loads from shared
-// are LDSM (A: LDSM.16.M88.4, B stored k-major: LDSM.16.MT88.4, the transposing form); the copies are
-// LDG.E.128 + STS.128 (in the scalar variant B is LDG.E.U16 and still STS.128); two BAR.SYNC per
-// phase; no LDGSTS (that is t3).
+// What to look for in SASS (make sass): HMMA.16816.F32, two per mma_sync (32 per phase per warp);
+// fragment loads from shared are LDSM (A: LDSM.16.M88.4; B, stored k-major, LDSM.16.MT88.4, the
+// transposing form): 12 per phase per warp. The copies are 16-byte global loads, spelled
+// LDG.E.128.CONSTANT because A and B are const __restrict__, and STS.128 (the scalar variant loads
+// B with LDG.E.U16.CONSTANT and still stores STS.128); each copy appears twice, once guarded and
+// once not. Two BAR.SYNC per phase; no LDGSTS (that is t3). The plain LDS and STS.64 belong to the
+// epilogue's staging of edge fragments, not to the main loop.
 
 #include <cuda_fp16.h>
 #include <mma.h>

@@ -51,10 +51,13 @@
 // global memory with store_matrix_sync, edge fragments (and all fragments of the scalar variant)
 // are staged per warp in the tile memory and written with guarded scalar stores.
 //
-// What to look for in SASS (make sass): LDGSTS.E.BYPASS.128 (cp.async.cg, 16 bytes) for the copies,
-// LDGDEPBAR for each commit and DEPBAR.LE SB0, 0x1 for wait_prior(1); no LDG.E.128 + STS.128 pairs
-// for the tiles (that was t2) except B's STS.128 in the scalar variant; LDSM for the fragment loads
-// and HMMA.16816.F32, two per mma_sync, as in t2; two BAR.SYNC per phase.
+// What to look for in SASS (make sass): LDGSTS.E.BYPASS.128 (cp.async.cg, 16 bytes) for the copies
+// (the zero-fill ones carry a trailing `!PT` operand), LDGDEPBAR for each commit and
+// DEPBAR.LE SB0, 0x1 for wait_prior(1); no LDG.E.128 + STS.128 pairs for the tiles (that was t2)
+// except B's LDG.E.U16 + STS.128 in the scalar variant; LDSM for the fragment loads and
+// HMMA.16816.F32, two per mma_sync, as in t2; two BAR.SYNC per phase. ptxas puts never-executed
+// `@!PT LDS RZ, [RZ]` placeholders before groups of LDGSTS: they are not shared loads (the
+// predicate is always false); the real LDS and STS.64 are the epilogue's staging.
 
 #include <cuda_fp16.h>
 #include <cuda_pipeline.h>

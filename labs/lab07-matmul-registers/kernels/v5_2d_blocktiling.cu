@@ -16,13 +16,14 @@
 // consecutive addresses: coalesced). As stays [BM][BK], not transposed, as in the chapter; v6
 // transposes it.
 //
-// SASS to look for: 512 FFMA per phase (8 k x 64), no LDL/STL. The chapter's model is 16 LDS per
-// 64 FFMA. nvcc 13 merges some: Bs[k][threadCol*8 + 0..7] is 32 contiguous bytes and the compiler
-// can prove 16-byte alignment, so regN usually becomes LDS.128; As[row][k] walks a column (stride
-// 8 floats), but after unrolling each As row [0..7] is contiguous too, so the compiler can fetch
-// it by rows with LDS.128 across k. Count LDS vs LDS.128 per 512 FFMA; v6 does this on purpose.
-// Bank conflicts: the 16 threads of a half-warp read Bs at a 32-byte stride, so threads 0,4,8,12
-// share banks (4-way on scalar LDS); v6 keeps the chapter layout and accepts this too.
+// SASS to look for: 512 FFMA per phase (8 k x 64), no LDL/STL. The chapter's model is 16 scalar
+// LDS per 64 FFMA (128 per phase). nvcc 13 does better on its own, with 32 LDS.128 per phase and no
+// scalar LDS: Bs[k][threadCol*8 + 0..7] is 32 contiguous, 16-byte-aligned bytes (two LDS.128 per
+// k), and after full unrolling each As row [0..7] is contiguous too, so it reads As by rows (two
+// LDS.128 per row, each holding 4 k at once). Another compiler may keep the scalar loads; v6 gets
+// the LDS.128 by design. Bank conflicts: a warp's two thread rows read As rows 8 apart (256 bytes,
+// same banks): 2 wavefronts per LDS.128. The 16 thread columns read Bs 32 bytes apart, so columns
+// 0,4,8,12 share banks: 4 wavefronts where 2 would do (v6 keeps this, v7 removes it).
 
 constexpr int BM = 128;  // block tile rows: 16 thread rows x TM
 constexpr int BN = 128;  // block tile columns: 16 thread columns x TN

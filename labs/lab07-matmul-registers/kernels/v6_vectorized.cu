@@ -25,9 +25,9 @@
 // As feeding regM, 2 from Bs feeding regN), no scalar LDS, no LDL/STL. Global side: VEC has
 // LDG.E.128 (2 in the interior path, more in the edge path), STS x4 (the transposed A group) and
 // one STS.128 (the B group); the scalar variant has LDG.E (scalar). Compare with v5: nvcc 13 already
-// turned v5's loads into LDS.128 by merging across k, so the inner loops are close; what v6 changes
-// is the cost of each phase's copy (2 LDG.128 + 5 STS instead of 8 LDG + 8 STS and their address
-// arithmetic) and fewer registers.
+// turned v5's loads into LDS.128 by merging across k (its As reads are 2-way bank conflicts, v6's
+// are not), so the inner loops are close; what v6 changes most is the cost of each phase's copy:
+// 2 LDG.128 + 4 STS + 1 STS.128 instead of 8 LDG + 8 STS and their address arithmetic.
 // Bank conflicts: the As reads are broadcasts (a warp has only two thread rows); the Bs reads of
 // the 16 thread columns are 32 bytes apart, so columns 0,4,8,12 hit the same banks: 4 wavefronts
 // per LDS.128 where 2 would do. v7's warp tile removes this. The transposed stores are made
@@ -72,12 +72,12 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ p)
         return make_float4(p[0], p[1], p[2], p[3]);
 }
 
-// Edge version: the row exists only if rowOk, and only `valid` elements from p on exist (may be
-// <= 0 or >= 4). Missing elements read as 0. A group fully inside still takes one float4 in VEC.
+// Edge version, for a row that exists: only `valid` elements from p on exist (may be <= 0 or >= 4).
+// Missing elements read as 0. A group fully inside still takes one float4 in VEC.
 template <bool VEC>
-__device__ __forceinline__ float4 load4_guarded(const float* __restrict__ p, bool rowOk, int valid)
+__device__ __forceinline__ float4 load4_guarded(const float* __restrict__ p, int valid)
 {
-    if (!rowOk || valid <= 0) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (valid <= 0) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (valid >= 4) return load4<VEC>(p);
     return make_float4(p[0], valid > 1 ? p[1] : 0.0f, valid > 2 ? p[2] : 0.0f, 0.0f);
 }
@@ -148,12 +148,14 @@ __device__ __forceinline__ void sgemm_v6_body(int M, int N, int K, const float* 
 #pragma unroll
             for (int g = 0; g < A_GROUPS; ++g) {
                 const int r = aRow + g * A_ROW_STEP;
-                ra[g] = load4_guarded<VEC>(Ablk + r * K + k0 + aCol, cRow + r < M, K - (k0 + aCol));
+                ra[g] = cRow + r < M ? load4_guarded<VEC>(Ablk + r * K + k0 + aCol, K - (k0 + aCol))
+                                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);   // row below A
             }
 #pragma unroll
             for (int g = 0; g < B_GROUPS; ++g) {
                 const int r = k0 + bRow + g * B_ROW_STEP;
-                rb[g] = load4_guarded<VEC>(Bblk + r * N + bCol, r < K, N - (cCol + bCol));
+                rb[g] = r < K ? load4_guarded<VEC>(Bblk + r * N + bCol, N - (cCol + bCol))
+                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);           // row past K
             }
         }
         // 2. registers -> shared: A transposed (4 scalar STS), B as is (one STS.128)
@@ -198,13 +200,14 @@ __device__ __forceinline__ void sgemm_v6_body(int M, int N, int K, const float* 
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int row = cRow + threadRow * TM + i;
+        if (!blockInside && row >= M) break;         // rows grow with i: the rest are below C too
         float* c = C + row * N + col0;
 #pragma unroll
         for (int j = 0; j < TN; j += 4) {
             const float4 v = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
             if (blockInside)
                 store4<VEC>(c + j, v);
-            else if (row < M)
+            else
                 store4_guarded<VEC>(c + j, v, N - (col0 + j));
         }
     }

@@ -32,8 +32,10 @@
 //
 // BK = 16 (v6: 8): with 128 threads instead of 256 each thread must load 4 groups of 4 floats of
 // each tile per phase either way; BK = 16 halves the number of phases and barriers per FLOP.
-// Registers: 128 accumulators + 8 + 16 operands + addresses, about 170 per thread: 3 blocks of 128
-// threads per SM, 12 warps. Low occupancy on purpose (section 3).
+// Registers: 128 accumulators + 8 + 16 operands + addresses. nvcc 13 uses about 200-215 per thread
+// (-Xptxas -v): it also loads step k + 1's 24 operands while step k's FFMAs run. That is 2 blocks of
+// 128 threads per SM, 8 warps: low occupancy on purpose (section 3). Squeezing to 168 registers for
+// 3 blocks makes ptxas spill, and __launch_bounds__ overrides -maxrregcount.
 //
 // SASS to look for, per phase of BK = 16: 2048 FFMA, 96 LDS.128 (2 on As + 4 on Bs per k, no
 // scalar LDS), 16 STS (A transposed, 4 groups x 4) + 4 STS.128 (B), 8 LDG.E.128 in the interior
@@ -129,12 +131,12 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ p)
         return make_float4(p[0], p[1], p[2], p[3]);
 }
 
-// Edge version: the row exists only if rowOk, and only `valid` elements from p on exist (may be
-// <= 0 or >= 4). Missing elements read as 0. A group fully inside still takes one float4 in VEC.
+// Edge version, for a row that exists: only `valid` elements from p on exist (may be <= 0 or >= 4).
+// Missing elements read as 0. A group fully inside still takes one float4 in VEC.
 template <bool VEC>
-__device__ __forceinline__ float4 load4_guarded(const float* __restrict__ p, bool rowOk, int valid)
+__device__ __forceinline__ float4 load4_guarded(const float* __restrict__ p, int valid)
 {
-    if (!rowOk || valid <= 0) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (valid <= 0) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (valid >= 4) return load4<VEC>(p);
     return make_float4(p[0], valid > 1 ? p[1] : 0.0f, valid > 2 ? p[2] : 0.0f, 0.0f);
 }
@@ -206,12 +208,14 @@ __device__ __forceinline__ void sgemm_v7_body(int M, int N, int K, const float* 
 #pragma unroll
             for (int g = 0; g < A_GROUPS; ++g) {
                 const int r = aRow + g * A_ROW_STEP;
-                ra[g] = load4_guarded<VEC>(Ablk + r * K + k0 + aCol, cRow + r < M, K - (k0 + aCol));
+                ra[g] = cRow + r < M ? load4_guarded<VEC>(Ablk + r * K + k0 + aCol, K - (k0 + aCol))
+                                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);   // row below A
             }
 #pragma unroll
             for (int g = 0; g < B_GROUPS; ++g) {
                 const int r = k0 + bRow + g * B_ROW_STEP;
-                rb[g] = load4_guarded<VEC>(Bblk + r * N + bCol, r < K, N - (cCol + bCol));
+                rb[g] = r < K ? load4_guarded<VEC>(Bblk + r * N + bCol, N - (cCol + bCol))
+                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);           // row past K
             }
         }
     };
@@ -291,6 +295,7 @@ __device__ __forceinline__ void sgemm_v7_body(int M, int N, int K, const float* 
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int row = cRow + mOff + i;
+        if (!blockInside && row >= M) break;      // rows grow with i: the rest are below C too
         float* c = C + row * N + cCol + nOff;
 #pragma unroll
         for (int w = 0; w < WNITER; ++w)
@@ -301,7 +306,7 @@ __device__ __forceinline__ void sgemm_v7_body(int M, int N, int K, const float* 
                 const float4 v = make_float4(acc[i][n], acc[i][n + 1], acc[i][n + 2], acc[i][n + 3]);
                 if (blockInside)
                     store4<VEC>(c + off, v);
-                else if (row < M)
+                else
                     store4_guarded<VEC>(c + off, v, N - (cCol + nOff + off));
             }
     }

@@ -41,11 +41,19 @@ def test_v6_and_v7_read_both_operands_with_128_bit_shared_loads(sass):
             assert c["LDS"] == 0, f"{name}/{v} still has {c['LDS']} narrow shared loads"
 
 
-def test_shared_loads_per_ffma_fall_from_v4_to_v5_to_v6(sass):
+def test_shared_loads_per_ffma_fall_from_v4_to_v5_and_never_rise_to_v6_and_v7(sass):
+    """The chapter's model says 9/8 -> 16/64 -> 4/64. nvcc vectorizes v5's As reads across the
+    unrolled k loop by itself (a row of As[BM][BK] holds 8 consecutive k), so statically v5
+    already issues v6's count; `make sass` shows it and README.md explains it."""
     def ratio(key):
         c = sass[key]
         return (c["LDS"] + c["LDS.128"]) / c["FFMA"]
-    assert ratio("v4") > ratio("v5") > ratio("v6/vec")
+    assert ratio("v4") > ratio("v5") >= ratio("v6/vec") >= ratio("v7/vec")
+    assert ratio("v6/vec") <= sass_model("v6") and ratio("v7/vec") <= sass_model("v7")
+
+
+def sass_model(name):
+    return lab07.KERNELS[name].model["smem_loads_per_ffma"]
 
 
 def test_no_kernel_touches_local_memory(sass):

@@ -1,0 +1,525 @@
+#!/usr/bin/env python3
+"""Lab 7 under the profilers: what the chapter says the profiler should show, as tables.
+
+    make ncu-table            FP32 kernels v3-v7 and cuBLAS SGEMM at 2048^3: time, throughput,
+                              occupancy, shared loads per FFMA against the chapter's model, shared
+                              wavefronts and bank conflicts, the top stall reasons
+    make ncu-tensor           t1-t3 and cuBLAS HGEMM: Speed of Light, tensor pipes, memory, occupancy
+    make ncu KERNEL=v7        the full ncu report of one kernel, for the Nsight Compute GUI
+    make sanitize             compute-sanitizer memcheck, racecheck, synccheck, initcheck over every
+                              kernel and variant on small awkward shapes; any finding fails
+
+Contents, in order:
+  1. What is profiled: the lists of kernels, the profile size, the sanitizer's shapes.
+  2. The profile mode (`python3 lab07.py profile --kernel v6`): the program ncu runs. It launches
+     the kernel once as a warm-up and once more to be profiled, then exits.
+     `python3 lab07.py profile --sanitize-run` is the program compute-sanitizer runs.
+  3. The targets: one ncu process per kernel, raw CSV kept under reports/ncu/, tables printed.
+
+Every ncu run uses --clock-control none: the GPU runs at its own clocks, as in `make bench`.
+Our kernels are picked by name (--kernel-name ENTRY --launch-skip 1 --launch-count 1: the warm-up is
+the skipped match). cuBLAS's kernel names are not known in advance, and one call may launch more
+than one kernel, so for cuBLAS the profile mode marks the profiled call with cuProfilerStart/Stop
+and ncu runs with --profile-from-start off: every kernel of that one call is profiled.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+LAB = Path(__file__).resolve().parent
+sys.path[:0] = [str(LAB), str(LAB.parents[1])]
+
+import lab07                                             # noqa: E402
+from lab07 import FP16, FP32, KERNELS, REPORTS_DIR      # noqa: E402
+from common import check as checking                    # noqa: E402
+from common import ncu, report, sanitizer               # noqa: E402
+from common import ncu_metrics as nm                    # noqa: E402
+from common.errors import CourseError, user_errors      # noqa: E402
+
+# ---------------------------------------------------------------------------------------------
+# 1. What is profiled
+# ---------------------------------------------------------------------------------------------
+
+CUBLAS = {"cublas-sgemm": "fp32", "cublas-hgemm": "fp16"}     # name -> input type
+CUBLAS_LABEL = {"cublas-sgemm": "cuBLAS SGEMM", "cublas-hgemm": "cuBLAS HGEMM"}
+CUBLAS_MAX_KERNELS = 4        # kernels one cuBLAS call may launch (all of them are profiled)
+
+NCU_TABLE = [k.name for k in FP32] + ["cublas-sgemm"]          # make ncu-table
+NCU_TENSOR = [k.name for k in FP16] + ["cublas-hgemm"]         # make ncu-tensor
+PROFILE_NAMES = NCU_TABLE + NCU_TENSOR
+PROFILE_SIZE = 2048           # M = N = K: every kernel runs its fast path, the GPU is full
+
+# Small, awkward shapes: partial tiles on every side, a 1x1 output, K not a multiple of the
+# block's K step, a full interior tile (130x260x104 has one). FP16 kernels take only K % 8 == 0,
+# vector variants only the shapes that select them: the table's own rules decide (sanitize_plan).
+SANITIZE_SHAPES = [(130, 260, 104), (96, 136, 48), (200, 264, 72), (128, 132, 36), (33, 65, 24),
+                   (257, 129, 40), (1, 1, 8), (17, 33, 9)]
+
+NCU_DIR = REPORTS_DIR / "ncu"
+SANITIZE_DIR = REPORTS_DIR / "sanitize"
+
+
+def _label(k, variant):
+    return k.name + (f"/{variant}" if variant else "")
+
+
+def sanitize_plan(kernels=None):
+    """[(kernel, variant, entry, [shapes])] for every entry point: the shapes it may run."""
+    plan = []
+    for k in kernels or FP32 + FP16:
+        for v, entry in k.entries.items():
+            shapes = [s for s in SANITIZE_SHAPES
+                      if k.refusal(*s) is None and (v != "vec" or k.variant_for(*s) == "vec")]
+            plan.append((k, v, entry, shapes))
+    return plan
+
+
+def _kernels_option(text, allowed):
+    if not text:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for n in names:
+        if n not in allowed:
+            raise CourseError(f"there is no kernel {n!r} here", hint=f"choose from {', '.join(allowed)}")
+    return names
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. The profile mode: the programs ncu and compute-sanitizer run
+# ---------------------------------------------------------------------------------------------
+
+def profile(args):
+    """`python3 lab07.py profile ...` (lab07.main sends the subcommand here)."""
+    if args.sanitize_run:
+        return sanitize_run(_kernels_option(args.kernels, [k.name for k in FP32 + FP16]))
+    if not args.kernel:
+        raise CourseError("profile needs --kernel NAME (or --sanitize-run)",
+                          hint=f"names: {', '.join(PROFILE_NAMES)}")
+    launch_for_profiler(args.kernel, args.variant, args.size)
+
+
+def launch_for_profiler(name, variant=None, n=PROFILE_SIZE):
+    """Fresh random inputs, one warm-up launch, one profiled launch, synchronize, done."""
+    from common.device import init_gpu
+    init_gpu()                              # CourseError, not a traceback, without a GPU or PyCUDA
+    import pycuda.driver as cuda
+    M = N = K = n
+    rng = np.random.default_rng()
+    if name in CUBLAS:
+        from common.cublas import Cublas
+        blas = Cublas()
+        dtype = np.float32 if CUBLAS[name] == "fp32" else np.float16
+        A, B = checking.random_matrix(M, K, dtype, rng), checking.random_matrix(K, N, dtype, rng)
+        gemm = blas.sgemm if CUBLAS[name] == "fp32" else blas.hgemm
+        run, label = (lambda a, b, c: gemm(M, N, K, a, b, c)), CUBLAS_LABEL[name]
+    else:
+        k = lab07.kernel(name)
+        lab07.check_shape(k, M, N, K)
+        variant = k.variant_for(M, N, K) if variant is None else variant
+        lab07.build([k], [lab07.gpu_arch()])
+        run, label = lab07.launcher(k, M, N, K, variant), f"{_label(k, variant)} ({k.entries.get(variant)})"
+        A, B = lab07.random_inputs(k, M, N, K, rng)
+    a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
+    try:
+        cuda.memset_d32(c, checking.NAN_BITS, M * N)
+        run(a, b, c)                        # warm-up: the launch ncu skips
+        cuda.Context.synchronize()
+        with ncu.profiler_range():
+            run(a, b, c)                    # the profiled launch
+            cuda.Context.synchronize()
+    except cuda.Error as e:
+        raise CourseError(f"{label} failed on the GPU at {M}x{N}x{K}: {e}",
+                          hint="run `make sanitize` to find the bad access") from None
+    finally:
+        a.free(); b.free(); c.free()
+    print(f"profile: {label} at {M}x{N}x{K}: one warm-up launch, then the profiled one")
+
+
+LAUNCHED = re.compile(r"^sanitize-run: launched (\S+) (\d+)x(\d+)x(\d+)\s*$", re.M)
+
+
+def sanitize_run(names=None):
+    """Every entry point on each of its sanitizer shapes, once, synchronizing after each launch.
+    C is poisoned with a memset first and A, B come from the host, so initcheck sees every input
+    initialised. Prints one 'sanitize-run: launched ENTRY MxNxK' line per launch that completed."""
+    from common.device import init_gpu
+    init_gpu()
+    import pycuda.driver as cuda
+    kernels = [lab07.kernel(n) for n in names] if names else FP32 + FP16
+    lab07.build(kernels, [lab07.gpu_arch()])
+    rng = np.random.default_rng()
+    for k, v, entry, shapes in sanitize_plan(kernels):
+        for (M, N, K) in shapes:
+            A, B = lab07.random_inputs(k, M, N, K, rng)
+            a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
+            try:
+                cuda.memset_d32(c, checking.NAN_BITS, M * N)
+                lab07.launcher(k, M, N, K, v)(a, b, c)
+                cuda.Context.synchronize()
+            except cuda.Error as e:
+                print(f"sanitize-run: FAILED {entry} {M}x{N}x{K}: {e}", flush=True)
+                raise CourseError(f"{entry} failed at {M}x{N}x{K}: {e}",
+                                  hint="the sanitizer's report above says where") from None
+            finally:
+                a.free(); b.free(); c.free()
+            print(f"sanitize-run: launched {entry} {M}x{N}x{K}", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. The targets
+# ---------------------------------------------------------------------------------------------
+
+def needs_gpu(target):
+    """The GPU's architecture, or one line saying this target needs a GPU (checked before ncu)."""
+    from common.device import gpu_status
+    ok, why = gpu_status()
+    if not ok:
+        raise CourseError(f"`make {target}` needs an NVIDIA GPU, and there is none usable here ({why})",
+                          hint="run it on a machine with an NVIDIA GPU (sm_80 or newer) and its driver; "
+                               "without one, `make sass` shows what the compiler made of each kernel")
+    return lab07.gpu_arch()
+
+
+def profile_program(name, n, variant=None):
+    """The argv of the profile mode for one kernel (what ncu runs)."""
+    argv = [sys.executable, str(LAB / "lab07.py"), "profile", "--kernel", name]
+    if variant:
+        argv += ["--variant", variant]
+    return argv + ["--size", str(n)]
+
+
+def ncu_argv(ncu_exe, name, n, **options):
+    """The ncu command for one kernel of the lab, or for cuBLAS (see the module docstring)."""
+    if name in CUBLAS:
+        return ncu.command(ncu_exe, profile_program(name, n), profile_from_start=False,
+                           launch_count=CUBLAS_MAX_KERNELS, **options)
+    k = lab07.kernel(name)
+    variant = k.variant_for(n, n, n)
+    return ncu.command(ncu_exe, profile_program(name, n, variant), kernel=k.entries[variant],
+                       launch_skip=1, launch_count=1, **options)
+
+
+def _collect(target, table, names, metrics_for, n):
+    """Run ncu once per kernel; keep the raw output; return the parsed launches."""
+    arch = needs_gpu(target)
+    exe = ncu.find_ncu()
+    metrics = metrics_for(arch)
+    lab07.build([KERNELS[x] for x in names if x not in CUBLAS], [arch])
+    NCU_DIR.mkdir(parents=True, exist_ok=True)
+    launches, failures, files = [], [], []
+    for i, name in enumerate(names):
+        report.progress(i, len(names), f"ncu: {name} at {n}^3")
+        stem = NCU_DIR / f"{table}_{name}_{arch}"
+        try:
+            run = ncu.run(ncu_argv(exe, name, n, metrics=metrics), cwd=LAB, what=name)
+        except CourseError as e:
+            if getattr(e, "run", None):
+                stem.with_suffix(".log").write_text(e.run.log())
+            if isinstance(e, ncu.CountersUnavailable):
+                raise
+            failures.append(f"{name}: {e.message} (log: {stem.with_suffix('.log').relative_to(LAB)})")
+            continue
+        stem.with_suffix(".log").write_text(run.log())
+        stem.with_suffix(".csv").write_text("\n".join(ncu.csv_lines(run.stdout)) + "\n")
+        files.append(str(stem.with_suffix(".csv").relative_to(LAB)))
+        found = ncu.parse_csv(run.stdout)
+        if not found:
+            failures.append(f"{name}: ncu printed no CSV rows (log: {stem.with_suffix('.log').relative_to(LAB)})")
+        launches += [(name, launch, run.argv) for launch in found]
+    report.progress(len(names), len(names), "ncu: done")
+    return arch, exe, launches, failures, files
+
+
+def _value(m, name):
+    """A metric's number, or None (missing, n/a, or text)."""
+    v = m.get(name)
+    return v if isinstance(v, (int, float)) else None
+
+
+def _label_of(name, entry):
+    if name in CUBLAS_LABEL:
+        return CUBLAS_LABEL[name]
+    k = KERNELS[name]
+    return _label(k, next((v for v, e in k.entries.items() if e == entry), None))
+
+
+def _common_columns(name, launch, n):
+    m, u = launch.metrics, launch.units
+    # --print-units base: a duration is in nanoseconds unless the units row says otherwise
+    us = ncu.to_microseconds(_value(m, nm.DURATION), u.get(nm.DURATION) or "nsecond")
+    registers = _value(m, nm.REGISTERS)
+    stalls = nm.top_stalls(m, 3)
+    return {"kernel": _label_of(name, launch.kernel), "entry": launch.kernel, "time_us": us,
+            "tflops": 2.0 * n ** 3 / (us * 1e-6) / 1e12 if us else None,
+            "sm_pct": _value(m, nm.SM_PCT), "memory_pct": _value(m, nm.MEMORY_PCT), "dram_pct": _value(m, nm.DRAM_PCT),
+            "registers": None if registers is None else int(registers),
+            "smem_per_block_kb": _kb(_value(m, nm.SMEM_STATIC), _value(m, nm.SMEM_DYNAMIC)),
+            "occupancy_theoretical_pct": _value(m, nm.OCCUPANCY_THEORETICAL),
+            "occupancy_achieved_pct": _value(m, nm.OCCUPANCY_ACHIEVED),
+            "warp_cycles_per_issue": _value(m, nm.WARP_LATENCY),
+            "top_stalls": ", ".join(f"{r} {v:.1f}" for r, v in stalls) or None,
+            "stalls": dict(stalls)}
+
+
+def _kb(static, dynamic):
+    return None if static is None and dynamic is None else ((static or 0) + (dynamic or 0)) / 1024
+
+
+def _millions(v):
+    return v / 1e6 if isinstance(v, (int, float)) else None
+
+
+def _shared_columns(m):
+    ld_excess, ld_ideal = nm.excess_wavefronts(m, "ld")
+    st_excess, st_ideal = nm.excess_wavefronts(m, "st")
+    return {"lds_inst_M": _millions(m.get(nm.LDS_INST)), "ldsm_inst_M": _millions(m.get(nm.LDSM_INST)),
+            "lds_width_bytes": nm.shared_load_width_bytes(m),
+            "ld_wavefronts_M": _millions(m.get(nm.LD_WAVEFRONTS)), "ld_ideal_M": _millions(ld_ideal),
+            "ld_excess_pct": nm.pct_of(ld_excess, ld_ideal),
+            "ld_bank_conflicts_M": _millions(m.get(nm.LD_BANK_CONFLICTS)),
+            "st_wavefronts_M": _millions(m.get(nm.ST_WAVEFRONTS)), "st_excess_pct": nm.pct_of(st_excess, st_ideal),
+            "st_bank_conflicts_M": _millions(m.get(nm.ST_BANK_CONFLICTS))}
+
+
+def fp32_row(name, launch, n):
+    """One kernel's row of `make ncu-table`, from its profiled launch."""
+    m = launch.metrics
+    k = KERNELS.get(name)
+    return {**_common_columns(name, launch, n), **_shared_columns(m),
+            "ffma_thread_inst_M": _millions(m.get(nm.FFMA_THREAD_INST)),
+            "fma_pipe_pct": _value(m, nm.FMA_PIPE_PCT),
+            "lds_per_warp_ffma": nm.shared_loads_per_warp_ffma(m),
+            "model_lds_per_ffma": k.model.get("smem_loads_per_ffma") if k else None}
+
+
+def tensor_row(name, launch, n, chip):
+    """One kernel's row of `make ncu-tensor`."""
+    m, u = launch.metrics, launch.units
+    return {**_common_columns(name, launch, n), **_shared_columns(m),
+            "tensor_all_pct": _value(m, nm.tensor_all_pct(chip)), "tensor_fp_pct": _value(m, nm.tensor_fp_pct(chip)),
+            "hmma_inst_M": _millions(m.get(nm.tensor_fp_inst(chip))),
+            "dram_gb_per_s": ncu.to_gigabytes_per_second(_value(m, nm.DRAM_BYTES_PER_S),
+                                                         u.get(nm.DRAM_BYTES_PER_S) or "byte/second"),
+            "l1_hit_pct": _value(m, nm.L1_HIT_PCT), "l2_hit_pct": _value(m, nm.L2_HIT_PCT)}
+
+
+K = ("kernel", "kernel", "")
+FP32_TABLES = [
+    ("time, throughput, occupancy", [
+        K, ("time_us", "time us", ".1f"), ("tflops", "TFLOP/s", ".1f"), ("sm_pct", "SM %", ".1f"),
+        ("dram_pct", "DRAM %", ".1f"), ("fma_pipe_pct", "FMA pipe %", ".1f"), ("registers", "regs", "d"),
+        ("occupancy_theoretical_pct", "occ. theor. %", ".1f"), ("occupancy_achieved_pct", "occ. achieved %", ".1f")]),
+    ("shared memory. LDS/FFMA = shared-load warp instructions / (FFMA thread instructions / 32), beside\n"
+     "the chapter's model; width = shared-load bytes / (32 x LDS): 4, 8, 16 = LDS.32, .64, .128; ideal\n"
+     "wavefronts = requested bytes / 128 (full warps, broadcasts not counted), excess = (measured - ideal)\n"
+     "/ ideal; bank conflicts as ncu counts them (known to count other traffic too). M = millions", [
+        K, ("lds_inst_M", "LDS M", ".2f"), ("ffma_thread_inst_M", "FFMA thr. M", ".1f"),
+        ("lds_per_warp_ffma", "LDS/FFMA", ".4f"), ("model_lds_per_ffma", "model", ".4f"),
+        ("lds_width_bytes", "width B", ".1f"), ("ld_wavefronts_M", "ld wavefr. M", ".2f"),
+        ("ld_excess_pct", "excess %", "+.1f"),
+        ("ld_bank_conflicts_M", "ld confl. M", ".2f"), ("st_excess_pct", "st excess %", "+.1f"),
+        ("st_bank_conflicts_M", "st confl. M", ".2f")]),
+    ("where the warps wait: warp cycles per issued instruction, in total and for the top 3 stall reasons", [
+        K, ("warp_cycles_per_issue", "cycles/issue", ".1f"), ("top_stalls", "top stall reasons", "")]),
+]
+TENSOR_TABLES = [
+    ("Speed of Light and tensor pipes (tensor FP = the HMMA part, % of peak over active cycles)", [
+        K, ("time_us", "time us", ".1f"), ("tflops", "TFLOP/s", ".1f"), ("sm_pct", "SM %", ".1f"),
+        ("tensor_all_pct", "tensor %", ".1f"), ("tensor_fp_pct", "tensor FP %", ".1f"),
+        ("hmma_inst_M", "HMMA M", ".2f"), ("memory_pct", "memory %", ".1f"), ("dram_pct", "DRAM %", ".1f")]),
+    ("memory and occupancy (shared: LDS + LDSM wavefronts against the 128-byte ideal, as in make ncu-table)", [
+        K, ("dram_gb_per_s", "DRAM GB/s", ".0f"), ("l1_hit_pct", "L1 hit %", ".1f"), ("l2_hit_pct", "L2 hit %", ".1f"),
+        ("ld_excess_pct", "smem ld excess %", "+.1f"), ("ld_bank_conflicts_M", "ld confl. M", ".2f"),
+        ("registers", "regs", "d"), ("smem_per_block_kb", "smem KB/block", ".1f"),
+        ("occupancy_theoretical_pct", "occ. theor. %", ".1f"), ("occupancy_achieved_pct", "occ. achieved %", ".1f")]),
+    ("where the warps wait: warp cycles per issued instruction, in total and for the top 3 stall reasons", [
+        K, ("warp_cycles_per_issue", "cycles/issue", ".1f"), ("top_stalls", "top stall reasons", "")]),
+]
+
+
+def print_tables(rows, tables, title):
+    print(title)
+    for i, (what, cols) in enumerate(tables, 1):
+        print()
+        print(report.table(rows, cols, title=f"{i}/{len(tables)} {what}"))
+    for r in rows:
+        if r["kernel"].startswith("cuBLAS"):
+            print(f"\n{r['kernel']} ran {r['entry']}")
+
+
+def _profile_table(args, target, table, names, metrics_for, tables, row_for):
+    n = args.size
+    arch, exe, launches, failures, files = _collect(target, table, names, metrics_for, n)
+    chip = nm.chip_for(arch)
+    rows = [row_for(name, launch, n, chip) for name, launch, _ in launches]
+    from common.device import gpu_facts
+    from common.cublas import Cublas
+    facts = gpu_facts()
+    version = ncu.ncu_version(exe)
+    title = (f"\nncu {version} on {facts['name']} ({arch}, chip {chip}), M = N = K = {n}; one profiled launch per "
+             f"kernel after a warm-up; GPU clocks not locked (--clock-control none); cuBLAS: "
+             f"{Cublas.SGEMM_MODE if table == 'fp32' else Cublas.HGEMM_MODE}")
+    if rows:
+        print_tables(rows, tables, title)
+    if chip == "gh100" and table == "tensor":
+        print("note: on sm_90 ncu's HMMA counters also count HFMA2.MMA (register moves); `make sass` counts HMMA exactly")
+    record = {"what": f"make {target}", "gpu": facts, "run": report.run_info(LAB), "ncu": version, "chip": chip,
+              "size": n, "clock_control": "none", "rows": rows, "raw_csv": files, "failures": failures,
+              "launches": [{"name": name, "kernel": launch.kernel, "command": argv, "metrics": launch.metrics,
+                            "units": launch.units} for name, launch, argv in launches]}
+    path = report.write_json(NCU_DIR / f"{table}_{arch}.json", record)
+    print(f"\nfull data: {path.relative_to(LAB)}; raw ncu CSV: {', '.join(files) or 'none'}")
+    if failures:
+        raise CourseError("ncu failed on some kernels:\n  " + "\n  ".join(failures),
+                          hint="each .log under reports/ncu/ holds the command and everything ncu printed")
+    return rows
+
+
+def ncu_table(args):
+    names = _kernels_option(args.kernels, NCU_TABLE) or NCU_TABLE
+    return _profile_table(args, "ncu-table", "fp32", names, nm.fp32_metrics, FP32_TABLES,
+                          lambda name, launch, n, chip: fp32_row(name, launch, n))
+
+
+def ncu_tensor(args):
+    names = _kernels_option(args.kernels, NCU_TENSOR) or NCU_TENSOR
+    return _profile_table(args, "ncu-tensor", "tensor", names, nm.tensor_metrics, TENSOR_TABLES, tensor_row)
+
+
+SUMMARY_COLUMNS = [K, ("time_us", "time us", ".1f"), ("tflops", "TFLOP/s", ".1f"), ("sm_pct", "SM %", ".1f"),
+                   ("memory_pct", "memory %", ".1f"), ("registers", "regs", "d"),
+                   ("occupancy_achieved_pct", "occ. achieved %", ".1f"), ("top_stalls", "top stall reasons", "")]
+
+
+def ncu_full(args):
+    """`make ncu KERNEL=v7`: the full set (--set full) into one report file for the GUI."""
+    name = args.kernel
+    if not name:
+        raise CourseError("make ncu needs KERNEL=<name>", hint=f"e.g. make ncu KERNEL=v7; names: {', '.join(PROFILE_NAMES)}")
+    if name not in PROFILE_NAMES:
+        raise CourseError(f"there is no kernel {name!r} to profile", hint=f"names: {', '.join(PROFILE_NAMES)}")
+    n = args.size
+    arch = needs_gpu("ncu")
+    exe = ncu.find_ncu()
+    if name not in CUBLAS:
+        lab07.build([KERNELS[name]], [arch])
+    NCU_DIR.mkdir(parents=True, exist_ok=True)
+    out = NCU_DIR / f"{name}_{arch}_{n}.ncu-rep"
+    report.progress(0, 1, f"ncu --set full: {name} at {n}^3 (a minute or two: about 40 passes)")
+    run = ncu.run(ncu_argv(exe, name, n, section_set="full", export=out), cwd=LAB, what=name)
+    out.with_suffix(".log").write_text(run.log())
+    report.progress(1, 1, "ncu: done")
+    raw = ncu.run([exe, "--import", str(out), "--csv", "--page", "raw", "--print-units", "base"], what=str(out))
+    rows = [_common_columns(name, launch, n) for launch in ncu.parse_csv(raw.stdout)]
+    print(report.table(rows, SUMMARY_COLUMNS, title=f"\n{name} at {n}^3 on {arch} (key values; everything else is in the report)"))
+    print(f"\nreport: {out.relative_to(LAB)}  (open it in the Nsight Compute GUI: ncu-ui {out.relative_to(LAB)})")
+
+
+# --- make sanitize ---------------------------------------------------------------------------
+
+def launched_entries(text):
+    """{entry: launches completed} from a sanitize-run's output."""
+    counts = {}
+    for m in LAUNCHED.finditer(text):
+        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    return counts
+
+
+def summarize(plan, results):
+    """The summary table's rows, and one line per problem.
+    plan: sanitize_plan(); results: {tool: (Findings, launched entries, exit status, log name)}."""
+    rows, problems = [], []
+    for k, v, entry, shapes in plan:
+        row = {"kernel": _label(k, v), "entry": entry, "shapes": len(shapes)}
+        for tool, (found, launched, _, _) in results.items():
+            row[tool] = found.status(entry) if launched.get(entry) == len(shapes) else \
+                f"ran {launched.get(entry, 0)}/{len(shapes)}"
+        rows.append(row)
+    known = {entry for _, _, entry, _ in plan}
+    for tool, (found, launched, returncode, log) in results.items():
+        for owner, errors, warnings in found.problems():
+            if owner not in known:
+                rows.append({"kernel": "(no lab kernel)", "entry": owner or "(none named)", "shapes": None,
+                             **{t: "" for t in results}, tool: found.status(owner)})
+            problems.append(f"{tool}: {owner or 'a report naming no kernel'}: {found.status(owner)} (see {log})")
+        not_run = [entry for _, _, entry, shapes in plan if launched.get(entry, 0) < len(shapes)]
+        if not_run:
+            problems.append(f"{tool}: did not finish {', '.join(not_run)} (see {log})")
+        if not found.finished:
+            problems.append(f"{tool}: compute-sanitizer printed no summary: it did not finish (see {log})")
+        elif returncode != 0 and not found.problems() and not not_run:
+            problems.append(f"{tool}: the run exited with status {returncode} (see {log})")
+    return rows, problems
+
+
+def sanitize(args):
+    names = _kernels_option(args.kernels, [k.name for k in FP32 + FP16])
+    arch = needs_gpu("sanitize")
+    exe = sanitizer.find_sanitizer()
+    kernels = [KERNELS[x] for x in names] if names else FP32 + FP16
+    lab07.build(kernels, [arch])
+    plan = sanitize_plan(kernels)
+    entries = [entry for _, _, entry, _ in plan]
+    program = [sys.executable, str(LAB / "lab07.py"), "profile", "--sanitize-run"]
+    if names:
+        program += ["--kernels", ",".join(names)]
+    SANITIZE_DIR.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for i, tool in enumerate(sanitizer.TOOLS):
+        report.progress(i, len(sanitizer.TOOLS), f"compute-sanitizer --tool {tool}: {len(entries)} entry points")
+        argv = sanitizer.command(exe, tool, program)
+        proc = subprocess.run(argv, cwd=LAB, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        text = proc.stdout + proc.stderr
+        log = SANITIZE_DIR / f"{tool}_{arch}.txt"
+        log.write_text(f"$ {' '.join(argv)}\n# exit status {proc.returncode}\n{text}")
+        results[tool] = (sanitizer.parse(text, tool, entries), launched_entries(text), proc.returncode,
+                         str(log.relative_to(LAB)))
+    report.progress(len(sanitizer.TOOLS), len(sanitizer.TOOLS), "compute-sanitizer: done")
+    rows, problems = summarize(plan, results)
+    shapes = ", ".join("x".join(map(str, s)) for s in SANITIZE_SHAPES)
+    cols = [K, ("entry", "entry point", ""), ("shapes", "shapes", "d")] + [(t, t, "") for t in sanitizer.TOOLS]
+    print(report.table(rows, cols, title=f"\ncompute-sanitizer {sanitizer.sanitizer_version(exe)} on {arch}; "
+                                         f"shapes (MxNxK, each where the kernel's rules allow): {shapes}"))
+    record = {"what": "make sanitize", "run": report.run_info(LAB), "arch": arch, "shapes": SANITIZE_SHAPES,
+              "sanitizer": sanitizer.sanitizer_version(exe), "rows": rows, "problems": problems,
+              "logs": {t: r[3] for t, r in results.items()},
+              "totals": {t: {"errors": r[0].total_errors, "warnings": r[0].total_warnings} for t, r in results.items()}}
+    path = report.write_json(SANITIZE_DIR / f"sanitize_{arch}.json", record)
+    print(f"\nfull data: {path.relative_to(LAB)}; the sanitizer's own reports: reports/sanitize/<tool>_{arch}.txt")
+    if problems:
+        raise CourseError("compute-sanitizer found problems:\n  " + "\n  ".join(problems),
+                          hint="each report names the source line (the kernels are built with -lineinfo)")
+    print("sanitize: clean: no kernel has a finding under any of the four tools")
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="target", required=True)
+    p = sub.add_parser("ncu-table", help="ncu on v3-v7 and cuBLAS SGEMM: shared loads, wavefronts, stalls")
+    p.add_argument("--kernels", default=None, help=f"a comma list (default: {','.join(NCU_TABLE)})")
+    p.add_argument("--size", type=int, default=PROFILE_SIZE)
+    p = sub.add_parser("ncu-tensor", help="ncu on t1-t3 and cuBLAS HGEMM: tensor pipes, memory, occupancy")
+    p.add_argument("--kernels", default=None, help=f"a comma list (default: {','.join(NCU_TENSOR)})")
+    p.add_argument("--size", type=int, default=PROFILE_SIZE)
+    p = sub.add_parser("ncu", help="the full ncu report of one kernel, for the GUI")
+    p.add_argument("--kernel", default=None, help=", ".join(PROFILE_NAMES))
+    p.add_argument("--size", type=int, default=PROFILE_SIZE)
+    p = sub.add_parser("sanitize", help="compute-sanitizer's four tools over every kernel and variant")
+    p.add_argument("--kernels", default=None, help="a comma list (default: all)")
+    args = parser.parse_args(argv)
+    targets = {"ncu-table": ncu_table, "ncu-tensor": ncu_tensor, "ncu": ncu_full, "sanitize": sanitize}
+    with user_errors():
+        targets[args.target](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""The ncu and sanitizer parsers and tables, on real output recorded on a GPU (no GPU needed here).
+
+The fixtures are what `make ncu-table`, `make ncu-tensor` and `make sanitize` themselves saw on the
+H200, plus compute-sanitizer on planted bugs (fixtures/broken_kernels.cu), all written by
+capture_fixtures.sh. Until it has run, these tests skip and say so. Every expected value is derived
+(from the problem size, the kernel table, or the sanitizer's own summary line), never typed in."""
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import lab07
+import profiling
+from common import ncu, report
+from common import ncu_metrics as nm
+from common import sanitizer
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SIZE = profiling.PROFILE_SIZE        # what the fixtures were profiled at (make ncu-table's default)
+
+
+def fixture(name):
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"fixture {name} not captured yet: run capture_fixtures.sh on a GPU machine (see its header)")
+    return path.read_text()
+
+
+def launches_of(name):
+    found = ncu.parse_csv(fixture(name))
+    assert found, f"{name}: no CSV rows"
+    return found
+
+
+def requested_metrics(text):
+    m = re.search(r"--metrics (\S+)", text)
+    return m.group(1).split(",")
+
+
+def arch_of(launch):
+    return "sm_" + launch.cc.replace(".", "")
+
+
+def entry_at_profile_size(name):
+    k = lab07.KERNELS[name]
+    return k.entries[k.variant_for(SIZE, SIZE, SIZE)]
+
+
+# --- ncu --------------------------------------------------------------------------------------
+
+NCU_FIXTURES = [("ncu_fp32_v6.log", "v6"), ("ncu_fp32_cublas-sgemm.log", "cublas-sgemm"),
+                ("ncu_tensor_t3.log", "t3"), ("ncu_tensor_cublas-hgemm.log", "cublas-hgemm")]
+
+
+@pytest.mark.parametrize("fixture_name,name", NCU_FIXTURES, ids=[n for _, n in NCU_FIXTURES])
+def test_every_requested_metric_comes_back_as_a_number(fixture_name, name):
+    text = fixture(fixture_name)
+    for launch in launches_of(fixture_name):
+        for metric in requested_metrics(text):
+            assert isinstance(launch.metrics.get(metric), (int, float)), f"{launch.kernel}: {metric} = {launch.metrics.get(metric)!r}"
+
+
+@pytest.mark.parametrize("fixture_name,name", NCU_FIXTURES, ids=[n for _, n in NCU_FIXTURES])
+def test_the_metrics_requested_are_the_ones_chosen_for_the_chip(fixture_name, name):
+    launch = launches_of(fixture_name)[0]
+    chosen = nm.fp32_metrics if "fp32" in fixture_name else nm.tensor_metrics
+    assert requested_metrics(fixture(fixture_name)) == chosen(arch_of(launch))
+
+
+@pytest.mark.parametrize("fixture_name,name", NCU_FIXTURES, ids=[n for _, n in NCU_FIXTURES])
+def test_units_in_recorded_output_are_understood(fixture_name, name):
+    for launch in launches_of(fixture_name):
+        us = ncu.to_microseconds(launch.metrics[nm.DURATION], launch.units.get(nm.DURATION) or "nsecond")
+        assert 1 < us < 10e6, f"{launch.kernel}: {us} us for a {SIZE}^3 GEMM"
+        if nm.DRAM_BYTES_PER_S in launch.metrics:
+            assert ncu.to_gigabytes_per_second(launch.metrics[nm.DRAM_BYTES_PER_S],
+                                               launch.units.get(nm.DRAM_BYTES_PER_S) or "byte/second") > 0
+
+
+@pytest.mark.parametrize("fixture_name,name", [f for f in NCU_FIXTURES if "cublas" not in f[1]],
+                         ids=[n for _, n in NCU_FIXTURES if "cublas" not in n])
+def test_lab_kernels_are_profiled_once_by_entry_name(fixture_name, name):
+    launches = launches_of(fixture_name)
+    assert [l.kernel for l in launches] == [entry_at_profile_size(name)]
+
+
+def test_v6_performs_every_product_once():
+    launch = launches_of("ncu_fp32_v6.log")[0]
+    assert launch.metrics[nm.FFMA_THREAD_INST] == SIZE ** 3       # one FFMA per multiply-add, 2048 is edge-free
+
+
+def test_cublas_sgemm_is_one_fp32_gemm_of_the_profiled_size():
+    launches = launches_of("ncu_fp32_cublas-sgemm.log")
+    assert 1 <= len(launches) <= profiling.CUBLAS_MAX_KERNELS
+    ours = {e for k in lab07.FP32 + lab07.FP16 for e in k.entries.values()}
+    assert not ours & {l.kernel for l in launches}
+    ffma = sum(l.metrics[nm.FFMA_THREAD_INST] for l in launches)
+    assert ffma == pytest.approx(SIZE ** 3, rel=0.01)              # FP32 FFMA, not TF32 tensor cores
+
+
+def test_v6_reads_shared_memory_128_bits_per_lane():
+    """v6 has only LDS.128 (test_sass): 16 bytes per lane, so the ideal is 4 wavefronts per load."""
+    m = launches_of("ncu_fp32_v6.log")[0].metrics
+    assert nm.shared_load_width_bytes(m) == pytest.approx(16, abs=0.5)
+    _, ideal = nm.excess_wavefronts(m, "ld")
+    assert ideal == pytest.approx(4 * m[nm.LDS_INST], rel=0.03)
+
+
+def test_v6_shared_loads_per_ffma_match_the_chapter_model():
+    m = launches_of("ncu_fp32_v6.log")[0].metrics
+    model = lab07.KERNELS["v6"].model["smem_loads_per_ffma"]
+    assert nm.shared_loads_per_warp_ffma(m) == pytest.approx(model, rel=0.1)
+
+
+def test_fp32_table_rows_have_every_column():
+    rows = [profiling.fp32_row(name, l, SIZE) for fx, name in NCU_FIXTURES[:2] for l in launches_of(fx)]
+    for r in rows:
+        for _, cols in profiling.FP32_TABLES:
+            for key, _, _ in cols:
+                if key == "model_lds_per_ffma" and r["kernel"].startswith("cuBLAS"):
+                    continue
+                assert r[key] is not None, f"{r['kernel']}: no {key}"
+    text = "\n".join(report.table(rows, cols) for _, cols in profiling.FP32_TABLES)
+    assert "v6/vec" in text and "cuBLAS SGEMM" in text
+
+
+def test_t3_runs_on_the_tensor_pipe():
+    launch = launches_of("ncu_tensor_t3.log")[0]
+    chip = nm.chip_for(arch_of(launch))
+    hmma = launch.metrics[nm.tensor_fp_inst(chip)]
+    # one HMMA.16816 does 16 x 8 x 16 multiply-adds; on sm_90 the counter also counts HFMA2.MMA moves
+    assert SIZE ** 3 / (16 * 8 * 16) <= hmma <= 2 * SIZE ** 3 / (16 * 8 * 16)
+    assert launch.metrics[nm.tensor_fp_pct(chip)] > 0
+
+
+def test_tensor_table_rows_have_every_column():
+    rows = []
+    for fx, name in NCU_FIXTURES[2:]:
+        for l in launches_of(fx):
+            rows.append(profiling.tensor_row(name, l, SIZE, nm.chip_for(arch_of(l))))
+    for r in rows:
+        for _, cols in profiling.TENSOR_TABLES:
+            for key, _, _ in cols:
+                assert r[key] is not None, f"{r['kernel']}: no {key}"
+    assert r["tensor_fp_pct"] > 0          # cuBLAS HGEMM uses the tensor cores too
+
+
+# --- compute-sanitizer ------------------------------------------------------------------------
+
+CLEAN_KERNELS = ["v6", "t3"]           # what capture_fixtures.sh sanitizes
+
+
+def test_clean_runs_are_clean_for_every_tool_and_every_launch():
+    plan = profiling.sanitize_plan([lab07.KERNELS[n] for n in CLEAN_KERNELS])
+    entries = [e for _, _, e, _ in plan]
+    results = {}
+    for tool in sanitizer.TOOLS:
+        text = fixture(f"sanitizer_{tool}_clean.txt")
+        found = sanitizer.parse(text, tool, entries)
+        assert found.finished and found.clean, f"{tool}: {found.problems()}"
+        results[tool] = (found, profiling.launched_entries(text), 0, tool)
+    rows, problems = profiling.summarize(plan, results)
+    assert problems == []
+    assert all(r[t] == "clean" for r in rows for t in sanitizer.TOOLS)
+
+
+BROKEN = [("memcheck", "broken_oob_write"), ("racecheck", "broken_smem_race"), ("initcheck", "broken_uninit_read")]
+
+
+@pytest.mark.parametrize("tool,kernel", BROKEN, ids=[t for t, _ in BROKEN])
+def test_a_planted_bug_is_found_and_owned_by_its_kernel(tool, kernel):
+    text = fixture(f"sanitizer_{tool}_broken.txt")
+    found = sanitizer.parse(text, tool, ["clean_copy", kernel])
+    assert found.finished and found.total_errors >= 1
+    assert found.errors[kernel] == found.total_errors          # every finding tied to the broken kernel
+    assert found.status("clean_copy") == "clean"
+    assert re.search(r"^# exit status 1$", text, re.M)         # --error-exitcode 1
+
+
+@pytest.mark.parametrize("tool,kernel", BROKEN, ids=[t for t, _ in BROKEN])
+def test_a_planted_bug_fails_the_summary_naming_kernel_and_tool(tool, kernel):
+    text = fixture(f"sanitizer_{tool}_broken.txt")
+    found = sanitizer.parse(text, tool, ["clean_copy", kernel])
+    plan = [(SimpleNamespace(name=k), "", k, [None]) for k in ("clean_copy", kernel)]
+    rows, problems = profiling.summarize(plan, {tool: (found, {"clean_copy": 1, kernel: 1}, 1, "log")})
+    assert len(problems) == 1 and problems[0].startswith(f"{tool}: {kernel}: ")
+    assert next(r for r in rows if r["entry"] == "clean_copy")[tool] == "clean"
