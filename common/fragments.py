@@ -8,6 +8,7 @@
     FRAGMENTS                                name -> (function, tile shape), e.g. "m16n8k16.a"
     owner_of(name, row, col) -> (lane, reg, half)   and owner_of_a / _b / _c for m16n8k16
     lane_tile(name) -> (lanes, regs, halves) numpy arrays in the tile's shape (half -1: none)
+    lane_tile_text(lanes) -> the lane numbers as an aligned text grid
     ldmatrix_row_of_lane(lane, num) -> (matrix, row) or None   whose row address a lane supplies
     ldmatrix_dest(lane, num, trans) -> [(reg, half, matrix, row, col), ...]   what it receives
     simulate_ldmatrix(row_start, num, trans) -> {(lane, reg, half): (tile_row, tile_col)}
@@ -124,6 +125,11 @@ def lane_tile(name):
         for reg, half, r, c in fn(lane):
             lanes[r, c], regs[r, c], halves[r, c] = lane, reg, -1 if half is None else half
     return lanes, regs, halves
+
+
+def lane_tile_text(lanes):
+    """A tile of lane numbers as text, one row per line (-1 prints as '.')."""
+    return "\n".join(" ".join(f"{int(x):2d}" if x >= 0 else " ." for x in row) for row in np.asarray(lanes))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,13 +3,13 @@
 # logs and results into $OUT/gpu-run.tgz. Usage on the GPU machine, from the repo root:
 #   source .whl/gpu-env.sh && scripts/h200-run.sh test bench sass tune ncu sanitize fixtures
 set -uo pipefail
+make() { timeout "${STEP_TIMEOUT:-300}" /usr/bin/env make "$@"; }
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/logs"
 export PYTHON=${PYTHON:-python3}
 LAB=labs/lab07-matmul-registers
 { nvidia-smi; $PYTHON --version; nvcc --version | tail -1; which ncu compute-sanitizer cuobjdump; } > "$OUT/logs/env.txt" 2>&1
 for step in "$@"; do
   echo "=== $step ($(date +%T))"
-  make() { timeout "${STEP_TIMEOUT:-300}" command make "$@"; }
   case $step in
     test)      make test PYTHON=$PYTHON > "$OUT/logs/test.log" 2>&1; tail -25 "$OUT/logs/test.log" ;;
     gputest)   (cd $LAB && $PYTHON -m pytest -q -x tests/test_fp32_gpu.py tests/test_fp16_gpu.py) > "$OUT/logs/gputest.log" 2>&1; tail -25 "$OUT/logs/gputest.log" ;;

@@ -150,3 +150,9 @@ def test_wmma_check_reports_missing_elements():
     v[3, :, :] = -1.0
     v[3, :, 0] = 0.0                                  # every lane holds element (0, 0) only
     assert any("accumulator" in b and "255 of 256" in b for b in fr.check_wmma_probe(v))
+
+
+def test_lane_tile_text_is_one_line_per_row():
+    text = fr.lane_tile_text(fr.lane_tile("m16n8k16.c")[0])
+    lines = text.splitlines()
+    assert len(lines) == 16 and lines[0].split() == ["0", "0", "1", "1", "2", "2", "3", "3"]
