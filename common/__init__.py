@@ -13,4 +13,8 @@
     sanitizer    compute-sanitizer: its command line, its findings counted per kernel
     report   aligned tables, JSON records (GPU, commit, date), progress lines
     plots    the ladder chart
+    hierarchy    a tiling's registers (estimate vs ptxas), occupancy per arch, shared/global traffic
+    fragments    which lane holds which element of mma.sync / ldmatrix tiles; the GPU probe's checks
+    banks        shared-memory wavefronts and bank conflicts of one warp instruction
+    roofline     compute and bandwidth roofs, each kernel's point, the plot
 """

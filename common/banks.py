@@ -6,9 +6,14 @@
     analyze_ldmatrix(row_addresses) -> Access     an ldmatrix: 8, 16 or 32 row addresses of 16 bytes
     xor_swizzle(address, line_bytes=128)          the 16-byte chunk index XOR the row (line) index
     LAB_ACCESSES, lab_accesses()                  lab 7's shared accesses by name -> Access rows
+    evaluate(name)                                one LAB_ACCESSES entry -> Access
+    MAIN_LOOPS, predict_kernel(kernel)            per kernel, one phase of the main loop: shared
+                                                  instructions and wavefronts, loads and stores, to
+                                                  compare with ncu's wavefronts per instruction
     The lab's accesses, each a function returning one warp's addresses (bytes from the tile start):
-      v5_as_read, v5_bs_read, v6_as_read, v6_bs_read, v6_as_store, v7_as_read, v7_bs_read,
-      v7_as_store, t2_a_fragment_rows, t2_b_fragment_rows, t2_as_store
+      v5_as_read, v5_bs_read, v5_as_row_read, v5_as_store, v5_bs_store, v6_as_read, v6_bs_read,
+      v6_as_store, bs_row_store, v7_as_read, v7_bs_read, v7_as_store, t2_a_fragment_rows,
+      t2_b_fragment_rows, t2_as_store, t2_bs_store
 
 The model, and where it comes from
   Shared memory has 32 banks of 4 bytes; bank = (address / 4) % 32. Each wavefront (one pass of
@@ -177,6 +182,29 @@ def v5_bs_read(k=0, j=0, BN=128, TN=8, threads_per_row=16, warp=0):
     return [(k * BN + ((32 * warp + lane) % threads_per_row) * TN + j) * F for lane in range(32)]
 
 
+def v5_as_row_read(k0=0, i=0, BK=8, TM=8, threads_per_row=16, warp=0):
+    """v5 as nvcc 13 compiles it: after unrolling k, As[threadRow*TM + i][k0 .. k0+3] is one LDS.128
+    (4 values of k at once). The warp's two thread rows are TM*BK*4 = 256 bytes apart: same banks,
+    but in different half warps, which are served separately anyway."""
+    return [(((32 * warp + lane) // threads_per_row * TM + i) * BK + k0) * F for lane in range(32)]
+
+
+def v5_as_store(r=0, BK=8, warp=0):
+    """v5's copy As[aRow + r][aCol] = A[..], aRow = t / BK, aCol = t % BK: 32 consecutive words."""
+    return [((32 * warp + lane) // BK * BK + r * BK + (32 * warp + lane) % BK) * F for lane in range(32)]
+
+
+def v5_bs_store(r=0, BN=128, warp=0):
+    """v5's copy Bs[bRow + r][bCol] = B[..], bRow = t / BN, bCol = t % BN: 32 consecutive words."""
+    return [(((32 * warp + lane) // BN + r) * BN + (32 * warp + lane) % BN) * F for lane in range(32)]
+
+
+def bs_row_store(BN=128, warp=0):
+    """v6's and v7's STS.128 of a float4 of B: thread t writes Bs[t / (BN/4)][(t % (BN/4))*4 ..]: a warp
+    covers 512 consecutive bytes, a quarter warp one 128-byte line."""
+    return [((32 * warp + lane) // (BN // 4) * BN + ((32 * warp + lane) % (BN // 4)) * 4) * F for lane in range(32)]
+
+
 def v6_as_read(k=0, i=0, AS_LD=132, TM=8, threads_per_row=16, warp=0):
     """v6's LDS.128 of As[k][threadRow*TM + i .. +3] from the transposed As[BK][AS_LD]: two distinct
     16-byte chunks per warp (two thread rows), each read by 16 lanes."""
@@ -251,14 +279,26 @@ def t2_as_store(row_halves=40, swizzle=False, BK=32, warp=0):
     return out
 
 
+def t2_bs_store(row_halves=136, BN=128, warp=0):
+    """t2's STS.128 of the B tile: chunk c = thread, row c/(BN/8), 8 halves at column (c%(BN/8))*8."""
+    per_row = BN // 8
+    return [(((32 * warp + lane) // per_row) * row_halves + ((32 * warp + lane) % per_row) * 8) * H
+            for lane in range(32)]
+
+
 # name -> (function, kwargs, kind, width, what it shows)
 LAB_ACCESSES = {
     "v5 As[row][k] read":            (v5_as_read, {}, "LDS", 4, "two thread rows 64 words apart: broadcast, yet 2-way"),
     "v5 Bs[k][col] read":            (v5_bs_read, {}, "LDS", 4, "16 columns 8 words apart: 4-way"),
+    "v5 As rows LDS.128 (compiled)": (v5_as_row_read, {}, "LDS.128", 16, "nvcc reads 4 k at once: 2 chunks, 256 B apart"),
+    "v5 Bs[k][n] LDS.128 (compiled)": (v6_bs_read, {}, "LDS.128", 16, "nvcc merges regN: as v6"),
+    "v5 As store":                   (v5_as_store, {}, "STS", 4, "32 consecutive words"),
+    "v5 Bs store":                   (v5_bs_store, {}, "STS", 4, "32 consecutive words"),
     "v6 As[k][m] LDS.128":           (v6_as_read, {}, "LDS.128", 16, "two chunks, each read by 16 lanes"),
     "v6 Bs[k][n] LDS.128":           (v6_bs_read, {}, "LDS.128", 16, "chunks 32 B apart: 2-way in each quarter"),
     "v6 As store, rows of 132":      (v6_as_store, {}, "STS", 4, "the kernel's padded layout"),
     "v6 As store, rows of 128":      (v6_as_store, {"AS_LD": 128}, "STS", 4, "without the pad"),
+    "v6/v7 Bs STS.128 store":        (bs_row_store, {}, "STS.128", 16, "512 consecutive bytes"),
     "v7 As[k][m] LDS.128":           (v7_as_read, {}, "LDS.128", 16, "8 chunks 32 B apart"),
     "v7 Bs[k][n] LDS.128":           (v7_bs_read, {}, "LDS.128", 16, "4 consecutive chunks"),
     "v7 As store, rows of 132":      (v7_as_store, {}, "STS", 4, "BK = 16: four column groups"),
@@ -272,6 +312,7 @@ LAB_ACCESSES = {
     "t2 As store, rows of 40":       (t2_as_store, {}, "STS.128", 16, "the pad costs the stores"),
     "t2 As store, rows of 32":       (t2_as_store, {"row_halves": 32}, "STS.128", 16, "unpadded"),
     "t2 As store, swizzled":         (t2_as_store, {"row_halves": 32, "swizzle": True}, "STS.128", 16, "unpadded, XOR swizzle"),
+    "t2 Bs store, rows of 136":      (t2_bs_store, {}, "STS.128", 16, "padded: rows 272 bytes apart"),
 }
 
 
@@ -291,3 +332,38 @@ def lab_accesses(merge=True):
         rows.append({"access": name, "instruction": kind, "wavefronts": a.wavefronts, "ideal": a.ideal,
                      "phases": a.phases, "conflicts": a.conflicts, "ways": a.ways, "what": what})
     return rows
+
+
+# One phase (one BK slice) of each kernel's main loop, per warp, as nvcc 13 compiles it for sm_90
+# (cuobjdump -sass: v5's scalar loads become LDS.128, see its kernel header): (access, instructions,
+# "ld" or "st"). Epilogues and edge paths are left out; at the bench sizes they are a small part.
+# t3 copies with cp.async (LDGSTS, counted by ncu apart from STS), so only its loads are listed.
+MAIN_LOOPS = {
+    "v5": [("v5 As rows LDS.128 (compiled)", 16, "ld"), ("v5 Bs[k][n] LDS.128 (compiled)", 16, "ld"),
+           ("v5 As store", 4, "st"), ("v5 Bs store", 4, "st")],
+    "v6": [("v6 As[k][m] LDS.128", 16, "ld"), ("v6 Bs[k][n] LDS.128", 16, "ld"),
+           ("v6 As store, rows of 132", 4, "st"), ("v6/v7 Bs STS.128 store", 1, "st")],
+    "v7": [("v7 As[k][m] LDS.128", 32, "ld"), ("v7 Bs[k][n] LDS.128", 64, "ld"),
+           ("v7 As store, rows of 132", 16, "st"), ("v6/v7 Bs STS.128 store", 4, "st")],
+    "t2": [("t2 A fragment, rows of 40", 8, "ld"), ("t2 B fragment, rows of 136", 4, "ld"),
+           ("t2 As store, rows of 40", 2, "st"), ("t2 Bs store, rows of 136", 2, "st")],
+    "t3": [("t2 A fragment, rows of 40", 8, "ld"), ("t2 B fragment, rows of 136", 4, "ld")],
+}
+
+
+def predict_kernel(kernel, merge=True):
+    """Per warp and main-loop phase: {"ld": {...}, "st": {...}} with instructions, wavefronts, the
+    no-conflict ideal and wavefronts per instruction. Compare wavefronts per instruction with ncu:
+    l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum / (smsp__inst_executed_op_shared_ld.sum +
+    smsp__inst_executed_op_ldsm.sum), and the _st / shared_st pair for stores."""
+    out = {}
+    for name, count, op in MAIN_LOOPS[kernel]:
+        a = evaluate(name, merge)
+        d = out.setdefault(op, {"instructions": 0, "wavefronts": 0, "ideal": 0, "accesses": []})
+        d["instructions"] += count
+        d["wavefronts"] += count * a.wavefronts
+        d["ideal"] += count * a.ideal
+        d["accesses"].append((name, count, a.wavefronts))
+    for d in out.values():
+        d["per_instruction"] = d["wavefronts"] / d["instructions"]
+    return out

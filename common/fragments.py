@@ -12,13 +12,16 @@
     ldmatrix_row_of_lane(lane, num) -> (matrix, row) or None   whose row address a lane supplies
     ldmatrix_dest(lane, num, trans) -> [(reg, half, matrix, row, col), ...]   what it receives
     simulate_ldmatrix(row_start, num, trans) -> {(lane, reg, half): (tile_row, tile_col)}
-    ldmatrix_a_x4_address(lane), ldmatrix_b_x2_trans_address(lane)   the standard addressing
-    GPU probe (kernels/probe_fragments.cu in lab 7; the lab's GPU test runs it, these compare):
+    ldmatrix_a_x4_address(lane), ldmatrix_b_x2_trans_address(lane), ldmatrix_b_x2_address(lane)
+                                             the standard addressing of A and B tiles (tile row, col)
+    GPU probe (kernels/probe_fragments.cu in lab 7; the lab's GPU test runs it, these compare).
+    PROBE_SIZES / PROBE_DTYPES: each entry point's output length and type; one warp, one launch.
     check_ldmatrix_probe(words), check_mma_f16_probe(words), check_mma_tf32_probe(words)
         -> list of mismatches, one line each; [] means every lane matches the model
     wmma_layout_from_probe(values) -> {fragment: {"per_lane", "holders", "lanes"}}: WMMA as measured
     check_wmma_probe(values) -> list of problems (an element nobody holds, a value that is no tag)
     model_probe_output(name) -> the words the model predicts for probe `name` (not probe_wmma)
+    check_probe(entry, output) -> the right check for that entry point; PROBE_DTYPES says how to read it
 
 Sources: PTX ISA, "Matrix fragments for mma.m16n8k16 / mma.m16n8k8" and "ldmatrix"; the closed
 forms below are those of tooling-facts section 3, derived from CUTLASS's cute/atom/mma_traits_sm80.hpp
@@ -214,6 +217,8 @@ MMA_F16_WORDS = 18
 MMA_TF32_WORDS = 14
 WMMA_FRAGMENTS = ["matrix_a.row_major", "matrix_b.row_major", "matrix_b.col_major", "accumulator.row_major"]
 WMMA_SLOTS = 16
+PROBE_DTYPES = {"probe_ldmatrix": np.uint32, "probe_mma_f16": np.uint32, "probe_mma_tf32": np.uint32,
+                "probe_wmma": np.float32}
 PROBE_SIZES = {"probe_ldmatrix": len(LDMATRIX_VARIANTS) * 32 * 4, "probe_mma_f16": 32 * MMA_F16_WORDS,
                "probe_mma_tf32": 32 * MMA_TF32_WORDS, "probe_wmma": len(WMMA_FRAGMENTS) * 32 * WMMA_SLOTS}
 
@@ -372,3 +377,16 @@ def model_probe_output(name):
                 w[lane, 6 + i], w[lane, 10 + i] = _f32_bits(r * 8 + n), _f32_bits((r % 8) * 8 + n)
         return w.reshape(-1)
     raise ValueError(f"the model predicts nothing for {name!r} (WMMA's layout is unspecified)")
+
+
+def check_probe(entry, output):
+    """The comparison for one probe entry point's output (PROBE_SIZES[entry] values of
+    PROBE_DTYPES[entry]): a list of mismatches, [] if every lane matches the model."""
+    checks = {"probe_ldmatrix": check_ldmatrix_probe, "probe_mma_f16": check_mma_f16_probe,
+              "probe_mma_tf32": check_mma_tf32_probe, "probe_wmma": check_wmma_probe}
+    if entry not in checks:
+        raise ValueError(f"no probe {entry!r}; the probes are {', '.join(checks)}")
+    output = np.asarray(output).reshape(-1)
+    if output.size != PROBE_SIZES[entry]:
+        return [f"{entry}: {output.size} values, the probe writes {PROBE_SIZES[entry]}"]
+    return checks[entry](output.view(PROBE_DTYPES[entry]) if output.dtype != PROBE_DTYPES[entry] else output)

@@ -1,7 +1,8 @@
 """Hierarchy model: what a GEMM tiling costs in registers, occupancy and memory traffic. No GPU needed.
 
     Tiling(BM, BN, BK, WM, WN, WNITER, TM, TN, threads, vector=1, dtype_bytes=4, ...)   one tiling
-    PRESETS, preset("v7")            the chapter's kernels v3..v7 and t1..t3 as Tilings
+      .check() (CourseError if inconsistent), .shared_bytes(), .WMITER, .warps, .k_step
+    PRESETS, preset("v7", BK=8)      the chapter's kernels v3..v7 and t1..t3 as Tilings, changed if asked
     ARCHS, arch_limits(arch, facts)  per-architecture occupancy limits (cuda_occupancy.h, CUDA 13.0)
     estimate_registers(t)            -> (registers per thread, {term: registers}): the formula below
     occupancy(arch, threads, registers, smem_static, smem_dynamic) -> Occupancy (blocks/SM, %, binding limit)
@@ -167,10 +168,19 @@ PRESETS = {t.name: t for t in [
 ]}
 
 
+# The kernels' -D names that are not Tiling fields (lab 7's tuning builds pass these).
+_DEFINE_NAMES = {"STAGES": lambda v: {"stages": v},
+                 "V7_PREFETCH": lambda v: {"prefetch": bool(v), "stages": 2 if v else 1}}
+
+
 def preset(name, **changes):
-    """A preset, optionally with fields changed: preset("v7", BK=8). threads follow WM and WN."""
+    """A preset, optionally with fields changed: preset("v7", BK=8). threads follow WM and WN.
+    A kernel's -D names work too: preset("v7", V7_PREFETCH=1), preset("t3", STAGES=3)."""
     if name not in PRESETS:
         raise CourseError(f"no preset {name!r}", hint=f"choose one of {', '.join(PRESETS)}")
+    for define, fields in _DEFINE_NAMES.items():
+        if define in changes:
+            changes.update(fields(changes.pop(define)))
     t = PRESETS[name]
     if changes:
         t = replace(t, **changes)
@@ -202,7 +212,8 @@ def preset(name, **changes):
 # every default kernel within 16 % of ptxas (the lab's test allows max(8 registers, 20 %)), and
 # ptxas itself varies that much between architectures for one source (v6: 107 on sm_120, 127 on
 # sm_86). Tuning variants with bigger tiles are off by more (ptxas keeps more live than the
-# formula counts: t3 with WN = 64 takes 223-246 against 188), which is the point of showing both. ptxas allocates what it needs; occupancy() then rounds each warp's registers
+# formula counts: t3 with WN = 64 takes 223-246 against 188), which is the point of showing both.
+# ptxas allocates what it needs; occupancy() then rounds each warp's registers
 # up to 256. Over 255 per thread means spills to local memory.
 OVERHEAD = 28
 FFMA_OPERAND_SETS = 2
@@ -295,7 +306,8 @@ def occupancy(arch, threads, registers, smem_static=0, smem_dynamic=0, carveout_
         why = f"{threads} threads per block is over the limit"
     # registers
     per_warp = _round_up(registers * 32, lim["register_granularity"])
-    if registers > lim["max_registers_per_thread"] or per_warp * _round_up(W, lim["subpartitions"]) > lim["registers_per_block"]:
+    hardware_check = per_warp * _round_up(W, lim["subpartitions"])   # warps rounded up to 4, as the hardware checks
+    if registers > lim["max_registers_per_thread"] or hardware_check > lim["registers_per_block"]:
         limits["registers"] = 0
         why = why or f"{registers} registers x {threads} threads is over the 64K registers of a block"
     elif per_warp == 0:
@@ -334,8 +346,10 @@ def traffic(t):
 
     fma_per_step            multiply-adds per warp per k step (WM*WN*k_step)
     math_instructions       FFMA, or HMMA.16816 (= mma.m16n8k16) instructions per warp per step
+    loads_from              "shared", or "global" for a tiling with no shared tile (t1)
     shared_loads            shared-load instructions per warp per step: LDS / LDS.128 per thread
                             (every lane issues the same ones), or ldmatrix.x4 per 16x16 fragment
+                            (t1: its WMMA fragment loads, from global memory)
     loads_per_fma           shared loads per math instruction: v5 0.25, v6 4/64, v7 6/128
     shared_bytes_per_fma    bytes the lanes request from shared memory per multiply-add
     bytes_per_output_thread / _warp / _block   bytes per output per unit of K: what one thread
@@ -362,6 +376,7 @@ def traffic(t):
     else:
         block_view, intensity = b * (t.BM + t.BN) / (t.BM * t.BN), 2 * t.BM * t.BN / ((t.BM + t.BN) * b)
     return {
+        "loads_from": "global" if t.copy == "none" else "shared",
         "fma_per_step": fma,
         "math_instructions": math,
         "shared_loads": loads,
@@ -376,12 +391,13 @@ def traffic(t):
 
 def explore(t, arch, registers=None, facts=None):
     """Everything about tiling t on arch in one flat dict. `registers`: a real count (ptxas), or
-    None to use the estimate."""
+    None to use the estimate. An estimate over 255 means ptxas would cap it at 255 and spill the
+    rest to local memory: occupancy is computed with 255 and spills_expected says so."""
     t.check()
     est, parts = estimate_registers(t)
     regs = est if registers is None else registers
     smem_static = 0 if t.copy == "cp.async" else t.shared_bytes()     # cp.async tiles are dynamic in t3
-    occ = occupancy(arch, t.threads, regs, smem_static, t.shared_bytes() - smem_static, facts=facts)
+    occ = occupancy(arch, t.threads, min(regs, 255), smem_static, t.shared_bytes() - smem_static, facts=facts)
     return {"name": t.name, "arch": arch, "threads": t.threads, "registers_estimate": est,
             "registers": regs, "registers_source": "estimate" if registers is None else "ptxas",
             **{f"reg_{k}": v for k, v in parts.items()}, "spills_expected": regs > 255,

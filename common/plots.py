@@ -34,4 +34,4 @@ def ladder_chart(series, sizes, path, title, ylabel="TFLOP/s", baseline=None, ce
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130)
     plt.close(fig)
-    return path
+    return Path(path)

@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,8 +45,11 @@ def run_info(root="."):
                                   timeout=10).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
             return ""
-    commit = git("rev-parse", "HEAD") or "unknown"
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    # COURSE_COMMIT names the commit where the checkout has no git history (a copied tree)
+    commit = os.environ.get("COURSE_COMMIT") or git("rev-parse", "HEAD")
+    if not re.fullmatch(r"[0-9a-f]{40}", commit or ""):
+        commit = "unknown"
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no")) if not os.environ.get("COURSE_COMMIT") else None
     return {"commit": commit, "dirty_tree": dirty,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(), "python": platform.python_version()}

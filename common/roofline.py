@@ -143,7 +143,10 @@ def plot(record, size=None, path=None, intensities=None):
                     fontsize=7, va="bottom")
     if size:
         for ladder, b in (("fp32", 4), ("fp16", 2)):
-            ax.axvline(compulsory_intensity(size, b), color=colors[ladder], lw=0.6, ls="--", alpha=0.6)
+            x = compulsory_intensity(size, b)
+            ax.axvline(x, color=colors[ladder], lw=0.6, ls="--", alpha=0.6)
+            ax.text(x, 0.06, f"{ladder}: A, B, C once ", color=colors[ladder], fontsize=7, rotation=90,
+                    ha="right", va="bottom", transform=ax.get_xaxis_transform())
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
@@ -152,6 +155,8 @@ def plot(record, size=None, path=None, intensities=None):
     gpu = record["gpu"].get("name", "?")
     bw_text = f"{bw:.2f} TB/s ({r['bandwidth_source']})" if bw else "bandwidth unknown"
     ax.set_title(f"Roofline, {gpu}, {size}³; DRAM {bw_text}", fontsize=9)
+    if r["note"]:
+        ax.text(0.01, 0.01, f"tensor peak: {r['note']}", transform=ax.transAxes, fontsize=7, color="0.4")
     ax.grid(True, which="both", lw=0.3, alpha=0.5)
     fig.tight_layout()
     if path:

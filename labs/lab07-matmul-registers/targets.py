@@ -177,7 +177,7 @@ def _bench_report(results, facts, sizes, ladders, blas, failures, stem):
     info = report.run_info(lab07.LAB)
     p = facts["peaks"]
     print(f"\nGPU: {facts['name']} ({facts['arch']}), {facts['sms']} SMs, max {facts['sm_clock_max_mhz']:.0f} MHz, "
-          f"driver {facts.get('driver', '?')}; commit {info['commit'][:10]}{' (dirty tree)' if info['dirty_tree'] else ''}")
+          f"driver {facts.get('driver', '?')}; commit {info['commit'][:10]}{' (uncommitted changes)' if info['dirty_tree'] else ''}")
     by = {(r["ladder"], r["kernel"], r["size"]): r for r in results}
     for ladder in ladders:
         names = ["cuBLAS"] + [k.name for k in ladders[ladder]]
@@ -228,10 +228,13 @@ def _bench_report(results, facts, sizes, ladders, blas, failures, stem):
 
 # --- make tune -------------------------------------------------------------------------------
 
+# The chapter's parameters first; then one change at a time, then the best pairs.
 V7_CANDIDATES = [dict(), dict(V7_PREFETCH=1), dict(BK=8), dict(BK=8, V7_PREFETCH=1),
-                 dict(BM=64, WM=32), dict(BN=64, WN=32)]
+                 dict(WM=64, WN=32, WNITER=2), dict(WM=64, WN=32, WNITER=2, V7_PREFETCH=1),
+                 dict(BM=64, WM=32, TM=4), dict(BM=256), dict(BM=256, BK=8, V7_PREFETCH=1)]
 T3_CANDIDATES = [dict(), dict(STAGES=3), dict(STAGES=4), dict(BK=64), dict(BK=64, STAGES=3),
-                 dict(WN=64), dict(WN=64, STAGES=3), dict(WM=32, WN=64, STAGES=3)]
+                 dict(WN=64), dict(WN=64, STAGES=3), dict(WN=64, STAGES=4),
+                 dict(BN=256, WN=64, STAGES=3), dict(BM=256, WM=64, WN=64, STAGES=3)]
 
 
 def tune(args):
