@@ -54,7 +54,7 @@ def test_missing_ncu_says_where_it_comes_from(monkeypatch):
 @pytest.mark.parametrize("options", [dict(), dict(kernel="sgemm_v6_vec", launch_skip=1),
                                      dict(profile_from_start=False, launch_count=4),
                                      dict(section_set="full", export="r.ncu-rep"), dict(page="details")])
-def test_every_command_leaves_the_gpu_clocks_alone(options):
+def test_every_command_leaves_the_clocks_alone(options):
     argv = ncu.command("ncu", ["python3", "lab07.py"], metrics=["gpu__time_duration.sum"], **options)
     assert argv[argv.index("--clock-control") + 1] == "none"
     assert argv[-2:] == ["python3", "lab07.py"]

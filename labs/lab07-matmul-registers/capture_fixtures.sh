@@ -48,7 +48,7 @@ done
 step "make sanitize, v6 and t3"
 $PYTHON profiling.py sanitize --kernels v6,t3 || bad "sanitize (v6, t3) was not clean"
 for tool in memcheck racecheck synccheck initcheck; do
-    src=$(ls reports/sanitize/"${tool}"_sm_*.txt 2>/dev/null | head -1)
+    src=$(ls reports/sanitize/"${tool}"_sm_*_v6-t3.txt 2>/dev/null | head -1)
     if [ -n "$src" ]; then cp "$src" "$FIX/sanitizer_${tool}_clean.txt"; else bad "no $tool report"; fi
 done
 

@@ -79,6 +79,11 @@ def sanitize_plan(kernels=None):
     return plan
 
 
+def _scope(names):
+    """'' for the whole list, '_v6-t3' for a subset: a partial run never overwrites a full one's files."""
+    return "" if not names else "_" + "-".join(names)
+
+
 def _kernels_option(text, allowed):
     if not text:
         return None
@@ -179,7 +184,7 @@ def needs_gpu(target):
     from common.device import gpu_status
     ok, why = gpu_status()
     if not ok:
-        raise CourseError(f"`make {target}` needs an NVIDIA GPU, and there is none usable here ({why})",
+        raise CourseError(f"`make {target}` needs an NVIDIA GPU, and cannot use one here: {why}",
                           hint="run it on a machine with an NVIDIA GPU (sm_80 or newer) and its driver; "
                                "without one, `make sass` shows what the compiler made of each kernel")
     return lab07.gpu_arch()
@@ -282,7 +287,8 @@ def _shared_columns(m):
             "ld_wavefronts_M": _millions(m.get(nm.LD_WAVEFRONTS)), "ld_ideal_M": _millions(ld_ideal),
             "ld_excess_pct": nm.pct_of(ld_excess, ld_ideal),
             "ld_bank_conflicts_M": _millions(m.get(nm.LD_BANK_CONFLICTS)),
-            "st_wavefronts_M": _millions(m.get(nm.ST_WAVEFRONTS)), "st_excess_pct": nm.pct_of(st_excess, st_ideal),
+            "st_wavefronts_M": _millions(m.get(nm.ST_WAVEFRONTS)), "st_ideal_M": _millions(st_ideal),
+            "st_excess_pct": nm.pct_of(st_excess, st_ideal),
             "st_bank_conflicts_M": _millions(m.get(nm.ST_BANK_CONFLICTS))}
 
 
@@ -331,7 +337,7 @@ TENSOR_TABLES = [
     ("Speed of Light and tensor pipes (tensor FP = the HMMA part, % of peak over active cycles)", [
         K, ("time_us", "time us", ".1f"), ("tflops", "TFLOP/s", ".1f"), ("sm_pct", "SM %", ".1f"),
         ("tensor_all_pct", "tensor %", ".1f"), ("tensor_fp_pct", "tensor FP %", ".1f"),
-        ("hmma_inst_M", "HMMA M", ".2f"), ("memory_pct", "memory %", ".1f"), ("dram_pct", "DRAM %", ".1f")]),
+        ("hmma_inst_M", "tensor FP inst. M", ".2f"), ("memory_pct", "memory %", ".1f"), ("dram_pct", "DRAM %", ".1f")]),
     ("memory and occupancy (shared: LDS + LDSM wavefronts against the 128-byte ideal, as in make ncu-table)", [
         K, ("dram_gb_per_s", "DRAM GB/s", ".0f"), ("l1_hit_pct", "L1 hit %", ".1f"), ("l2_hit_pct", "L2 hit %", ".1f"),
         ("ld_excess_pct", "smem ld excess %", "+.1f"), ("ld_bank_conflicts_M", "ld confl. M", ".2f"),
@@ -352,7 +358,7 @@ def print_tables(rows, tables, title):
             print(f"\n{r['kernel']} ran {r['entry']}")
 
 
-def _profile_table(args, target, table, names, metrics_for, tables, row_for):
+def _profile_table(args, target, table, names, metrics_for, tables, row_for, scope=""):
     n = args.size
     arch, exe, launches, failures, files = _collect(target, table, names, metrics_for, n)
     chip = nm.chip_for(arch)
@@ -367,12 +373,13 @@ def _profile_table(args, target, table, names, metrics_for, tables, row_for):
     if rows:
         print_tables(rows, tables, title)
     if chip == "gh100" and table == "tensor":
-        print("note: on sm_90 ncu's HMMA counters also count HFMA2.MMA (register moves); `make sass` counts HMMA exactly")
+        print("\nnote: on sm_90 the tensor FP counters count HMMA, HGMMA (wgmma, which cuBLAS uses) and HFMA2.MMA "
+              "(register moves, not math); `make sass` counts HMMA exactly")
     record = {"what": f"make {target}", "gpu": facts, "run": report.run_info(LAB), "ncu": version, "chip": chip,
               "size": n, "clock_control": "none", "rows": rows, "raw_csv": files, "failures": failures,
               "launches": [{"name": name, "kernel": launch.kernel, "command": argv, "metrics": launch.metrics,
                             "units": launch.units} for name, launch, argv in launches]}
-    path = report.write_json(NCU_DIR / f"{table}_{arch}.json", record)
+    path = report.write_json(NCU_DIR / f"{table}_{arch}{scope}.json", record)
     print(f"\nfull data: {path.relative_to(LAB)}; raw ncu CSV: {', '.join(files) or 'none'}")
     if failures:
         raise CourseError("ncu failed on some kernels:\n  " + "\n  ".join(failures),
@@ -381,14 +388,15 @@ def _profile_table(args, target, table, names, metrics_for, tables, row_for):
 
 
 def ncu_table(args):
-    names = _kernels_option(args.kernels, NCU_TABLE) or NCU_TABLE
-    return _profile_table(args, "ncu-table", "fp32", names, nm.fp32_metrics, FP32_TABLES,
-                          lambda name, launch, n, chip: fp32_row(name, launch, n))
+    chosen = _kernels_option(args.kernels, NCU_TABLE)
+    return _profile_table(args, "ncu-table", "fp32", chosen or NCU_TABLE, nm.fp32_metrics, FP32_TABLES,
+                          lambda name, launch, n, chip: fp32_row(name, launch, n), _scope(chosen))
 
 
 def ncu_tensor(args):
-    names = _kernels_option(args.kernels, NCU_TENSOR) or NCU_TENSOR
-    return _profile_table(args, "ncu-tensor", "tensor", names, nm.tensor_metrics, TENSOR_TABLES, tensor_row)
+    chosen = _kernels_option(args.kernels, NCU_TENSOR)
+    return _profile_table(args, "ncu-tensor", "tensor", chosen or NCU_TENSOR, nm.tensor_metrics, TENSOR_TABLES,
+                          tensor_row, _scope(chosen))
 
 
 SUMMARY_COLUMNS = [K, ("time_us", "time us", ".1f"), ("tflops", "TFLOP/s", ".1f"), ("sm_pct", "SM %", ".1f"),
@@ -437,8 +445,10 @@ def summarize(plan, results):
     for k, v, entry, shapes in plan:
         row = {"kernel": _label(k, v), "entry": entry, "shapes": len(shapes)}
         for tool, (found, launched, _, _) in results.items():
-            row[tool] = found.status(entry) if launched.get(entry) == len(shapes) else \
-                f"ran {launched.get(entry, 0)}/{len(shapes)}"
+            status, done = found.status(entry), launched.get(entry, 0)
+            if done < len(shapes):      # the run stopped: say how far it got, and what it found
+                status = f"ran {done}/{len(shapes)}" + ("" if status == "clean" else f", {status}")
+            row[tool] = status
         rows.append(row)
     known = {entry for _, _, entry, _ in plan}
     for tool, (found, launched, returncode, log) in results.items():
@@ -476,7 +486,7 @@ def sanitize(args):
         proc = subprocess.run(argv, cwd=LAB, capture_output=True, text=True,
                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
         text = proc.stdout + proc.stderr
-        log = SANITIZE_DIR / f"{tool}_{arch}.txt"
+        log = SANITIZE_DIR / f"{tool}_{arch}{_scope(names)}.txt"
         log.write_text(f"$ {' '.join(argv)}\n# exit status {proc.returncode}\n{text}")
         results[tool] = (sanitizer.parse(text, tool, entries), launched_entries(text), proc.returncode,
                          str(log.relative_to(LAB)))
@@ -490,8 +500,9 @@ def sanitize(args):
               "sanitizer": sanitizer.sanitizer_version(exe), "rows": rows, "problems": problems,
               "logs": {t: r[3] for t, r in results.items()},
               "totals": {t: {"errors": r[0].total_errors, "warnings": r[0].total_warnings} for t, r in results.items()}}
-    path = report.write_json(SANITIZE_DIR / f"sanitize_{arch}.json", record)
-    print(f"\nfull data: {path.relative_to(LAB)}; the sanitizer's own reports: reports/sanitize/<tool>_{arch}.txt")
+    path = report.write_json(SANITIZE_DIR / f"sanitize_{arch}{_scope(names)}.json", record)
+    print(f"\nfull data: {path.relative_to(LAB)}; the sanitizer's own reports: "
+          f"reports/sanitize/<tool>_{arch}{_scope(names)}.txt")
     if problems:
         raise CourseError("compute-sanitizer found problems:\n  " + "\n  ".join(problems),
                           hint="each report names the source line (the kernels are built with -lineinfo)")

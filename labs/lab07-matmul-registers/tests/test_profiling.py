@@ -58,7 +58,7 @@ def test_cublas_is_profiled_from_the_marked_call_only(name):
 
 @pytest.mark.skipif(GPU_OK, reason="this machine has a GPU")
 @pytest.mark.parametrize("target,extra", TARGETS, ids=[t for t, _ in TARGETS])
-def test_without_a_device_each_target_stops_with_one_line_saying_a_gpu_is_needed(target, extra):
+def test_without_a_device_each_target_stops_with_one_line_saying_it_needs_one(target, extra):
     proc = subprocess.run(["make", "-s", "-C", str(LAB), target, f"PYTHON={sys.executable}", *extra],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0

@@ -113,14 +113,20 @@ def test_v6_shared_loads_per_ffma_match_the_chapter_model():
     assert nm.shared_loads_per_warp_ffma(m) == pytest.approx(model, rel=0.1)
 
 
+def _may_be_empty(row, key):
+    """Columns that have no value by nature: cuBLAS has no chapter model, and a kernel that never
+    runs LDS/LDSM (or STS: cp.async and wgmma fill and read shared memory without them) has no ideal."""
+    return (key == "model_lds_per_ffma" and row["kernel"].startswith("cuBLAS")) or \
+        (key == "ld_excess_pct" and not row["ld_ideal_M"]) or (key == "st_excess_pct" and not row["st_ideal_M"]) or \
+        (key == "lds_width_bytes" and not row["lds_inst_M"])
+
+
 def test_fp32_table_rows_have_every_column():
     rows = [profiling.fp32_row(name, l, SIZE) for fx, name in NCU_FIXTURES[:2] for l in launches_of(fx)]
     for r in rows:
         for _, cols in profiling.FP32_TABLES:
             for key, _, _ in cols:
-                if key == "model_lds_per_ffma" and r["kernel"].startswith("cuBLAS"):
-                    continue
-                assert r[key] is not None, f"{r['kernel']}: no {key}"
+                assert r[key] is not None or _may_be_empty(r, key), f"{r['kernel']}: no {key}"
     text = "\n".join(report.table(rows, cols) for _, cols in profiling.FP32_TABLES)
     assert "v6/vec" in text and "cuBLAS SGEMM" in text
 
@@ -142,7 +148,7 @@ def test_tensor_table_rows_have_every_column():
     for r in rows:
         for _, cols in profiling.TENSOR_TABLES:
             for key, _, _ in cols:
-                assert r[key] is not None, f"{r['kernel']}: no {key}"
+                assert r[key] is not None or _may_be_empty(r, key), f"{r['kernel']}: no {key}"
     assert r["tensor_fp_pct"] > 0          # cuBLAS HGEMM uses the tensor cores too
 
 
