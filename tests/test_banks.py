@@ -124,3 +124,12 @@ def test_lab_accesses_table_has_every_entry():
     rows = bk.lab_accesses()
     assert [r["access"] for r in rows] == list(bk.LAB_ACCESSES)
     assert all(r["wavefronts"] >= r["phases"] for r in rows)
+
+
+def test_kernel_predictions_per_instruction():
+    v7 = bk.predict_kernel("v7")
+    assert v7["ld"]["instructions"] == 96 and v7["ld"]["per_instruction"] == pytest.approx(10 / 3)
+    assert bk.predict_kernel("v7", merge=False)["ld"]["per_instruction"] == 4     # the merge rule is testable
+    assert bk.predict_kernel("v6")["ld"]["per_instruction"] == 5                  # Bs reads: 8 wavefronts each
+    t2 = bk.predict_kernel("t2")
+    assert t2["ld"]["wavefronts"] == t2["ld"]["ideal"] and t2["st"]["wavefronts"] > t2["st"]["ideal"]

@@ -156,3 +156,62 @@ def test_lane_tile_text_is_one_line_per_row():
     text = fr.lane_tile_text(fr.lane_tile("m16n8k16.c")[0])
     lines = text.splitlines()
     assert len(lines) == 16 and lines[0].split() == ["0", "0", "1", "1", "2", "2", "3", "3"]
+
+
+def test_check_probe_dispatches_and_reads_raw_words():
+    assert fr.check_probe("probe_mma_f16", fr.model_probe_output("probe_mma_f16")) == []
+    wmma_as_words = np.asarray(_fake_wmma_output(), dtype=np.float32).view(np.uint32)
+    assert fr.check_probe("probe_wmma", wmma_as_words) == []
+    assert "values" in fr.check_probe("probe_ldmatrix", np.zeros(7, np.uint32))[0]
+    with pytest.raises(ValueError):
+        fr.check_probe("probe_nothing", [])
+
+
+# CUTLASS's encoding of the same PTX figures (include/cute/atom/mma_traits_sm80.hpp): a layout maps
+# (thread, value) to a column-major index into the M x K (A), N x K (B) or M x N (C) tile. The
+# shapes and strides below are transcribed from that file; _cute evaluates them.
+CUTE = {
+    "m16n8k16.a": ((((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128))), 16, False),
+    "m16n8k16.b": ((((4, 8), (2, 2)), ((16, 1), (8, 64))), 8, True),
+    "m16n8k16.c": ((((4, 8), (2, 2)), ((32, 1), (16, 8))), 16, False),          # SM80_16x8_Row
+    "m16n8k8.tf32.a": ((((4, 8), (2, 2)), ((16, 1), (8, 64))), 16, False),
+    "m16n8k8.tf32.b": ((((4, 8), (2,)), ((8, 1), (32,))), 8, True),
+    "m16n8k8.tf32.c": ((((4, 8), (2, 2)), ((32, 1), (16, 8))), 16, False),
+}
+
+
+def _cute(shape, stride, i):
+    """Index of coordinate i (a flat integer, first mode fastest) under a flat shape/stride."""
+    out = 0
+    for s, d in zip(shape, stride):
+        out += (i % s) * d
+        i //= s
+    return out
+
+
+@pytest.mark.parametrize("name", list(CUTE))
+def test_the_model_agrees_with_cutlass_cute_layouts(name):
+    ((tshape, vshape), (tstride, vstride)), rows, n_major = CUTE[name]
+    fn, _ = fr.FRAGMENTS[name]
+    for lane in range(32):
+        base = _cute(tshape, tstride, lane)
+        for i, (_, _, r, c) in enumerate(fn(lane)):
+            idx = base + _cute(vshape, vstride, i)
+            first, second = idx % rows, idx // rows
+            # B is N x K in CuTe (n, k), K x N here (k, n)
+            assert ((second, first) if n_major else (first, second)) == (r, c), (lane, i)
+
+
+def test_ldmatrix_agrees_with_cutlass_cute_copy_traits():
+    """CUTLASS cute/atom/copy_traits_sm75.hpp, SM75_U32x4_LDSM_N and SM75_U16x8_LDSM_T: lane t supplies
+    the 128-bit row t (SrcLayout (32,128):(128,1)); DstLayout maps (lane, value) to a bit of the 32
+    stacked rows. Bit // 128 is the row, (bit % 128) // 16 the b16 element."""
+    plain = fr.simulate_ldmatrix(lambda l: (l, 0), 4)
+    trans = fr.simulate_ldmatrix(lambda l: (l, 0), 4, trans=True)
+    for lane in range(32):
+        for reg in range(4):
+            for half in (0, 1):
+                bit = 32 * lane + 16 * half + 1024 * reg                                 # (32,(32,4)):(32,(1,1024))
+                assert plain[(lane, reg, half)] == (bit // 128, (bit % 128) // 16)
+                bit = 256 * (lane % 4) + 16 * (lane // 4) + 128 * half + 1024 * reg      # ((4,8),(16,2,4)):((256,16),(1,128,1024))
+                assert trans[(lane, reg, half)] == (bit // 128, (bit % 128) // 16)

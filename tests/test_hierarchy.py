@@ -142,3 +142,20 @@ def test_explore_row_with_real_registers():
     assert row["registers_source"] == "ptxas" and row["blocks_per_sm"] == 2
     assert row["occupancy"] == pytest.approx(1 / 3)
     assert row["binding"] == "registers"
+
+
+def test_kernel_define_names_map_to_tiling_fields():
+    t = h.preset("v7", V7_PREFETCH=1)
+    assert t.prefetch and t.stages == 2 and t.shared_bytes() == 33280     # ptxas: 33280 bytes smem
+    assert h.preset("t3", STAGES=3).stages == 3
+
+
+def test_a_tile_too_big_for_255_registers_spills_but_still_runs():
+    row = h.explore(h.preset("v7", TM=16, WM=128, BM=256), "sm_90")
+    assert row["registers_estimate"] > 255 and row["spills_expected"]
+    assert row["blocks_per_sm"] >= 1
+
+
+def test_t1_fragments_come_from_global_memory():
+    assert h.traffic(h.PRESETS["t1"])["loads_from"] == "global"
+    assert h.traffic(h.PRESETS["t2"])["loads_from"] == "shared"

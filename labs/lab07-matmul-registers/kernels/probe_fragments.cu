@@ -45,26 +45,28 @@ __device__ __forceinline__ unsigned short f16_bits(float v)   // v is a small in
 
 // ---- ldmatrix -------------------------------------------------------------------------------
 
+// The "memory" clobber: the asm reads shared memory through an integer address the compiler cannot
+// follow, so the tile's stores must not be moved past it.
 template <int NUM, bool TRANS>
 __device__ __forceinline__ void ldmatrix(unsigned (&r)[4], unsigned addr)
 {
     r[0] = r[1] = r[2] = r[3] = 0xFFFFFFFFu;   // registers an .x1/.x2 does not write stay all-ones
     if constexpr (NUM == 1 && !TRANS)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(addr));
+        asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(addr) : "memory");
     else if constexpr (NUM == 2 && !TRANS)
         asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
-                     : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+                     : "=r"(r[0]), "=r"(r[1]) : "r"(addr) : "memory");
     else if constexpr (NUM == 4 && !TRANS)
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
     else if constexpr (NUM == 1 && TRANS)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(addr));
+        asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(addr) : "memory");
     else if constexpr (NUM == 2 && TRANS)
         asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
-                     : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+                     : "=r"(r[0]), "=r"(r[1]) : "r"(addr) : "memory");
     else
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
 
 // Rows 0..31: the rows the lanes may address, element c of row R = R*8 + c. Rows 32..39: poison,

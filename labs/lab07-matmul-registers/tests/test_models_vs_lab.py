@@ -80,3 +80,36 @@ def test_compare_with_ptxas_reports_both_occupancies(ptxas):
     c = h.compare_with_ptxas(h.PRESETS["v5"], res[("v5", arch)], arch)
     assert c["ptxas"] == res[("v5", arch)]["sgemm_v5_2d_blocktiling"]["registers"]
     assert c["occupancy_ptxas"].blocks_per_sm == 2      # the chapter: "two 256-thread blocks"
+
+
+def test_tuning_builds_have_the_models_threads_and_shared_memory():
+    """make tune's candidates through preset(name, **defines): each is a tiling the model accepts, with
+    the kernel table's threads (and t3's dynamic shared memory)."""
+    import targets
+    for base, candidates, build in (("v7", targets.V7_CANDIDATES, lab07.v7_with),
+                                    ("t3", targets.T3_CANDIDATES, lab07.t3_with)):
+        for p in candidates:
+            k = build(**p)
+            t = h.preset(base, **p)
+            assert t.threads == k.threads, k.name
+            if base == "t3":
+                assert t.shared_bytes() == k.shared_bytes, k.name
+
+
+def test_bank_models_main_loops_have_the_sass_instruction_counts():
+    """banks.MAIN_LOOPS lists each kernel's shared loads per phase as nvcc compiles them for sm_90;
+    the static SASS counts (each instruction of the unrolled phase once) must agree."""
+    from common import banks
+    from common.sass import find_cuobjdump
+    try:
+        find_cuobjdump()
+    except CourseError as e:
+        pytest.skip(f"needs cuobjdump: {e.message}")
+    from targets import sass_counts
+    counts = sass_counts("sm_90")
+    for name, loop in banks.MAIN_LOOPS.items():
+        want = sum(n for _, n, op in loop if op == "ld")
+        for entry in lab07.KERNELS[name].entries.values():
+            ops = counts[entry]["opcodes"]
+            got = sum(v for op, v in ops.items() if op == "LDS.128" or op.startswith("LDSM"))
+            assert got == want, f"{entry}: {got} shared vector loads in SASS, MAIN_LOOPS says {want}"
