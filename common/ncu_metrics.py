@@ -6,8 +6,8 @@
     fp32_metrics(arch)             duration, throughput, occupancy, shared loads and stores, FFMA, stalls
     tensor_metrics(arch)           duration, throughput, occupancy, tensor pipes, memory, stalls
     shared_loads_per_warp_ffma(m)  shared-load warp instructions / (FFMA thread instructions / 32)
-    shared_load_width_bytes(m)     average bytes per lane per shared load: 4, 8 or 16 = LDS.32/.64/.128
-    excess_wavefronts(m, "ld")     shared wavefronts beyond the ideal count, and that ideal
+    shared_load_unique_bytes_per_lane(m)  distinct bytes per lane per shared load (after broadcast)
+    excess_wavefronts(m, "ld")     shared wavefronts beyond the ideal after broadcast, and that ideal
     top_stalls(m, n)               [(reason, warp cycles per issued instruction), ...], largest first
     pct_of(part, whole)            a percentage, None when either is missing
 
@@ -19,15 +19,27 @@ Every metric requested here exists on its chip in ncu 2025.3.1's `--query-metric
 (launch__*, gpu__time_duration, gpu__dram_throughput, sm__maximum_warps_per_active_cycle_pct are
 collectable everywhere but not listed by --query-metrics); tests/test_ncu_metrics.py checks both.
 
-The ideal wavefront count. One shared-memory wavefront moves at most 128 bytes, so a full warp's
-conflict-free LDS.32 takes 1 wavefront, LDS.64 2, LDS.128 4, LDSM .x1/.x2/.x4 1/2/4. ncu counts the
-bytes the shared instructions ask for (sm__sass_data_bytes_mem_shared_op_*: every active lane's
-access size, summed), so ideal = those bytes / 128: the 1/2/4 rule applied to the measured mix of
-widths, with no need to know how many of each width ran. Two approximations, said in every table:
-it assumes full warps (a partly predicated-off warp still costs at least one wavefront), and it
-counts no broadcast savings (lanes reading the same word), so a kernel whose lanes share addresses
-can come out below the ideal (negative excess). The bank-conflict counters are shown beside it;
-they are known to count some other traffic as conflicts, which is why the excess is there at all.
+What ncu's shared-memory byte counters count. sm__sass_data_bytes_mem_shared_op_ld is NOT
+"32 lanes x access size": it counts each distinct address once per instruction, i.e. the bytes left
+after broadcast (lanes reading the same word share one read). Measured on the H200: v6's LDS.128s
+read As[k][trow*8..] and Bs[k][tcol*8..]; a warp's 32 lanes have only 2 distinct trow (2 distinct
+16-byte chunks = 32 bytes) and 16 distinct tcol (256 bytes), and ncu reports (32 + 256) / 2
+instructions = 144 bytes per LDS.128: 4.5 per lane, not 16. So the per-lane figure of the table is
+"unique bytes per lane", and equals the access width (4, 8, 16) only when no two lanes share an
+address. The _st and _ldsm counters have the same description ("bytes required"); in this lab's
+kernels no two lanes of a store or an ldmatrix share an address, so for them it makes no difference.
+
+The ideal wavefront count. One shared-memory wavefront moves at most 128 bytes, so
+ideal = unique bytes / 128: the fewest wavefronts that could deliver the bytes left after
+broadcast (the ideal AFTER broadcast). It is a lower bound, not what a conflict-free kernel gets:
+the hardware serves a 64-bit access in two half-warp phases and a 128-bit one in four quarter-warp
+phases (two of them merged when the lanes' addresses repeat in pairs), each at least one wavefront,
+and the ideal is summed over instructions, not rounded up per instruction. So a kernel whose lanes
+share addresses shows an excess with no bank conflict at all (v6: 5 wavefronts per LDS.128 against
+an ideal of 1.125). common/banks.py models the phases and the conflicts per instruction; the
+fixture tests check its prediction against ncu's wavefronts. It also assumes full warps (a partly
+predicated-off warp still costs at least one wavefront). The bank-conflict counters are shown
+beside it; they are known to count some other traffic as conflicts.
 """
 from .errors import CourseError
 
@@ -76,7 +88,7 @@ OCCUPANCY_THEORETICAL = "sm__maximum_warps_per_active_cycle_pct"
 LDS_INST = "smsp__sass_inst_executed_op_shared_ld.sum"        # warp-level LDS + LD-to-shared
 STS_INST = "smsp__sass_inst_executed_op_shared_st.sum"
 LDSM_INST = "smsp__sass_inst_executed_op_ldsm.sum"
-LD_BYTES = "sm__sass_data_bytes_mem_shared_op_ld.sum"         # bytes the LDS/LD asked for, all lanes
+LD_BYTES = "sm__sass_data_bytes_mem_shared_op_ld.sum"         # LDS/LD bytes after broadcast (distinct addresses)
 ST_BYTES = "sm__sass_data_bytes_mem_shared_op_st.sum"
 LDSM_BYTES = "sm__sass_data_bytes_mem_shared_op_ldsm.sum"
 LD_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"   # LDS, LD and LDSM
@@ -158,15 +170,17 @@ def shared_loads_per_warp_ffma(m):
     return None if lds is None or not ffma else lds / (ffma / 32.0)
 
 
-def shared_load_width_bytes(m):
-    """Bytes per lane per shared load, averaged: 4 = LDS.32, 8 = LDS.64, 16 = LDS.128 (full warps)."""
+def shared_load_unique_bytes_per_lane(m):
+    """Distinct bytes per lane per shared-load instruction (LDS, LD), averaged: LD_BYTES / (32 x LDS).
+    Not the access width: LD_BYTES counts bytes after broadcast (see the module docstring), so a
+    warp whose lanes share addresses comes out below 4/8/16 (v6/vec: 4.5 with LDS.128 only)."""
     nbytes, lds = _get(m, LD_BYTES), _get(m, LDS_INST)
     return None if nbytes is None or not lds else nbytes / (32.0 * lds)
 
 
 def excess_wavefronts(m, op="ld"):
     """(excess, ideal) shared wavefronts for loads ("ld": LDS, LD and LDSM) or stores ("st").
-    ideal = requested bytes / 128 (see the module docstring for what that assumes)."""
+    ideal = unique bytes (after broadcast) / 128: a lower bound (see the module docstring)."""
     if op == "ld":
         wavefronts, lds, ldsm = _get(m, LD_WAVEFRONTS), _get(m, LD_BYTES), _get(m, LDSM_BYTES)
         nbytes = None if lds is None or ldsm is None else lds + ldsm

@@ -3,7 +3,10 @@
     TOOLS                          memcheck, racecheck, synccheck, initcheck
     find_sanitizer()               -> path; CourseError (with what to do) when it is not installed
     sanitizer_version(exe)         -> '2025.3.1' or None
-    command(exe, tool, program)    -> argv: --error-exitcode 1, a print limit, racecheck's analysis report
+    command(exe, tool, program, padding=0)
+                                   -> argv: --error-exitcode 1, a print limit, racecheck's analysis report,
+                                      memcheck's guard bytes after every allocation (--padding)
+    supports_padding(exe)          -> True if this compute-sanitizer lists --padding in its --help
     parse(text, kernels)           -> Findings: errors and warnings per kernel, the tool's own totals
     findings.status(kernel)        -> "clean", "3 errors", "1 warning"
     findings.problems()            -> [(kernel or None, errors, warnings)] for every kernel with a finding
@@ -16,6 +19,7 @@ report that names no kernel (a CUDA API error) belongs to None. The tool's own s
 ("ERROR SUMMARY: 3 errors", "RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)") is the
 total; reports past the print limit are counted there but never printed, so they belong to None.
 """
+import functools
 import glob
 import os
 import re
@@ -65,13 +69,32 @@ def sanitizer_version(exe):
     return m.group(1) if m else None
 
 
-def command(exe, tool, program):
+@functools.lru_cache(maxsize=None)
+def supports_padding(exe):
+    """Whether memcheck's --padding option is listed by `exe --help` (NVIDIA documents it as a
+    memcheck option: "allocate padding buffers after every CUDA allocation"). Asked, not assumed,
+    so an older compute-sanitizer still runs, without the guard."""
+    try:
+        proc = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return re.search(r"--padding\b", proc.stdout + proc.stderr) is not None
+
+
+def command(exe, tool, program, padding=0):
     """The argv that runs `program` (a list) under one tool. API errors are left to the program
-    (it checks every launch); the sanitizer reports what the kernels themselves do wrong."""
+    (it checks every launch); the sanitizer reports what the kernels themselves do wrong.
+    padding (memcheck only): bytes of guard that memcheck puts after every allocation. Without it
+    cudaMalloc places buffers back to back, so an access just past the end of one buffer lands in
+    the next one: valid memory, and memcheck says nothing."""
     if tool not in TOOLS:
         raise ValueError(f"tool must be one of {TOOLS}, not {tool!r}")
+    if padding and tool != "memcheck":
+        raise ValueError("--padding is a memcheck option")
     argv = [exe, "--tool", tool, "--error-exitcode", "1", "--print-limit", str(PRINT_LIMIT),
             "--report-api-errors", "no"]
+    if padding:
+        argv += ["--padding", str(int(padding))]
     if tool == "racecheck":
         argv += ["--racecheck-report", "analysis"]      # one report per race, not one per thread pair
     return argv + [str(p) for p in program]

@@ -23,6 +23,25 @@ def test_racecheck_reports_one_finding_per_race():
     assert "--racecheck-report" not in sanitizer.command("compute-sanitizer", "memcheck", ["prog"])
 
 
+def test_memcheck_padding_puts_a_guard_after_every_allocation():
+    argv = sanitizer.command("compute-sanitizer", "memcheck", ["prog"], padding=65536)
+    assert argv[argv.index("--padding") + 1] == "65536" and argv[-1] == "prog"
+    assert "--padding" not in sanitizer.command("compute-sanitizer", "memcheck", ["prog"])
+    with pytest.raises(ValueError):       # a memcheck option: the other tools would refuse it
+        sanitizer.command("compute-sanitizer", "racecheck", ["prog"], padding=65536)
+
+
+def test_padding_is_used_only_when_the_sanitizer_lists_it(tmp_path):
+    """Detected from `compute-sanitizer --help` (its line reads `--padding arg (=0) ...`)."""
+    for name, listed in (("new", True), ("old", False)):
+        exe = tmp_path / name
+        help_line = "  --padding arg (=0)   Size in bytes for padding buffer" if listed else "  --leak-check arg"
+        exe.write_text(f"#!/bin/sh\necho '{help_line}'\n")
+        exe.chmod(0o755)
+        assert sanitizer.supports_padding(str(exe)) is listed
+    assert sanitizer.supports_padding(str(tmp_path / "missing")) is False
+
+
 def test_unknown_tool_is_refused():
     with pytest.raises(ValueError):
         sanitizer.command("compute-sanitizer", "leakcheck", ["prog"])

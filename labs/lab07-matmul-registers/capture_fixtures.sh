@@ -3,6 +3,7 @@
 #
 # Run on a GPU machine with ncu and compute-sanitizer, from this folder, with the course's Python:
 #     cd labs/lab07-matmul-registers && PYTHON=../../.venv/bin/python ./capture_fixtures.sh
+# On a copied tree without git history, name the commit: COURSE_COMMIT=<40-hex sha> (as make bench).
 # About 2 minutes of GPU time. It writes tests/fixtures/ (commit what it writes; never edit it):
 #   ncu_fp32_v6.log, ncu_fp32_cublas-sgemm.log      make ncu-table's own runs, for v6 and cuBLAS
 #   ncu_tensor_t3.log, ncu_tensor_cublas-hgemm.log  make ncu-tensor's own runs, for t3 and cuBLAS
@@ -24,7 +25,10 @@ bad() { echo "capture_fixtures: FAILED: $*" >&2; status=1; }
 step "versions"
 {
     echo "captured: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "commit: $(git rev-parse HEAD 2>/dev/null) $(git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo '(dirty tree)')"
+    # the commit as every report names it (common/report.run_info): COURSE_COMMIT on a copied tree, else git
+    echo "commit: $($PYTHON -c 'import sys; sys.path.insert(0, "../.."); from common import report
+info = report.run_info(".")
+print(info["commit"] + (" (dirty tree)" if info["dirty_tree"] else ""))')"
     echo "gpu: $(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | head -1)"
     echo "ncu: $(ncu --version 2>&1 | tail -1)"
     echo "compute-sanitizer: $(compute-sanitizer --version 2>&1 | tail -1)"
@@ -32,6 +36,7 @@ step "versions"
     echo "python: $($PYTHON --version 2>&1)"
 } > "$FIX/CAPTURED.txt"
 cat "$FIX/CAPTURED.txt"
+grep -q '^commit: unknown' "$FIX/CAPTURED.txt" && bad "no commit known: set COURSE_COMMIT=<sha> on a tree without git history"
 
 # 1. ncu, through the targets themselves, on one FP32 kernel, one tensor kernel and cuBLAS
 step "make ncu-table, v6 and cuBLAS SGEMM"
@@ -52,16 +57,18 @@ for tool in memcheck racecheck synccheck initcheck; do
     if [ -n "$src" ]; then cp "$src" "$FIX/sanitizer_${tool}_clean.txt"; else bad "no $tool report"; fi
 done
 
-# 3. compute-sanitizer on planted bugs, with the same options as make sanitize
+# 3. compute-sanitizer on planted bugs, with make sanitize's own command line (profiling.sanitizer_argv:
+#    memcheck with --padding, without which the out-of-bounds writes land in the next allocation unseen)
 step "broken_kernels.cu under memcheck, racecheck, initcheck"
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
 if nvcc -O2 -lineinfo -arch="sm_${cc}" -o "$TMP/broken" "$FIX/broken_kernels.cu"; then
     for pair in memcheck:oob racecheck:race initcheck:uninit; do
         tool=${pair%%:*}; mode=${pair#*:}
-        argv=$($PYTHON -c 'import sys; sys.path.insert(0, "../.."); from common import sanitizer
-print(" ".join(sanitizer.command(sanitizer.find_sanitizer(), sys.argv[1], sys.argv[2:])))' "$tool" "$TMP/broken" "$mode")
-        out=$($argv 2>&1); rc=$?
-        printf '$ %s\n# exit status %s\n%s\n' "$argv" "$rc" "$out" > "$FIX/sanitizer_${tool}_broken.txt"
+        mapfile -t argv < <($PYTHON -c 'import sys, profiling; from common import sanitizer
+print("\n".join(profiling.sanitizer_argv(sanitizer.find_sanitizer(), sys.argv[1], sys.argv[2:])))' "$tool" "$TMP/broken" "$mode")
+        if [ "${#argv[@]}" -eq 0 ]; then bad "no compute-sanitizer command for $tool"; continue; fi
+        out=$("${argv[@]}" 2>&1); rc=$?
+        printf '$ %s\n# exit status %s\n%s\n' "${argv[*]}" "$rc" "$out" > "$FIX/sanitizer_${tool}_broken.txt"
         [ "$rc" -ne 0 ] || bad "$tool found nothing in broken_kernels.cu ($mode): see $FIX/sanitizer_${tool}_broken.txt"
     done
 else

@@ -60,6 +60,14 @@ PROFILE_SIZE = 2048           # M = N = K: every kernel runs its fast path, the 
 SANITIZE_SHAPES = [(130, 260, 104), (96, 136, 48), (200, 264, 72), (128, 132, 36), (33, 65, 24),
                    (257, 129, 40), (1, 1, 8), (17, 33, 9)]
 
+# memcheck's guard after every allocation (compute-sanitizer --padding, in bytes). A, B and C are
+# separate allocations that cudaMalloc places back to back: without a guard, a read just past the
+# end of A lands in B, valid memory, and memcheck reports nothing (the first H200 capture of
+# broken_kernels.cu showed exactly that). 64 KiB is more than a whole 128-row tile of A at the
+# shapes above (128 x 104 floats = 52 KB), so even an access a full tile past the end of a buffer
+# lands in the guard, not in the next buffer.
+MEMCHECK_PADDING = 64 * 1024
+
 NCU_DIR = REPORTS_DIR / "ncu"
 SANITIZE_DIR = REPORTS_DIR / "sanitize"
 
@@ -283,7 +291,7 @@ def _shared_columns(m):
     ld_excess, ld_ideal = nm.excess_wavefronts(m, "ld")
     st_excess, st_ideal = nm.excess_wavefronts(m, "st")
     return {"lds_inst_M": _millions(m.get(nm.LDS_INST)), "ldsm_inst_M": _millions(m.get(nm.LDSM_INST)),
-            "lds_width_bytes": nm.shared_load_width_bytes(m),
+            "lds_unique_bytes_per_lane": nm.shared_load_unique_bytes_per_lane(m),
             "ld_wavefronts_M": _millions(m.get(nm.LD_WAVEFRONTS)), "ld_ideal_M": _millions(ld_ideal),
             "ld_excess_pct": nm.pct_of(ld_excess, ld_ideal),
             "ld_bank_conflicts_M": _millions(m.get(nm.LD_BANK_CONFLICTS)),
@@ -320,13 +328,18 @@ FP32_TABLES = [
         K, ("time_us", "time us", ".1f"), ("tflops", "TFLOP/s", ".1f"), ("sm_pct", "SM %", ".1f"),
         ("dram_pct", "DRAM %", ".1f"), ("fma_pipe_pct", "FMA pipe %", ".1f"), ("registers", "regs", "d"),
         ("occupancy_theoretical_pct", "occ. theor. %", ".1f"), ("occupancy_achieved_pct", "occ. achieved %", ".1f")]),
+    # ncu's shared-load bytes are counted after broadcast (common/ncu_metrics.py explains, with v6's
+    # numbers): hence "unique B/lane" (not the access width) and an ideal that is a lower bound.
     ("shared memory. LDS/FFMA = shared-load warp instructions / (FFMA thread instructions / 32), beside\n"
-     "the chapter's model; width = shared-load bytes / (32 x LDS): 4, 8, 16 = LDS.32, .64, .128; ideal\n"
-     "wavefronts = requested bytes / 128 (full warps, broadcasts not counted), excess = (measured - ideal)\n"
-     "/ ideal; bank conflicts as ncu counts them (known to count other traffic too). M = millions", [
+     "the chapter's model; unique B/lane = shared-load bytes after broadcast / (32 x LDS): 4, 8, 16 for\n"
+     "LDS.32, .64, .128 only if no two lanes read the same address (v6: 4.5 with LDS.128 only); ideal\n"
+     "wavefronts = unique bytes / 128, the ideal after broadcast (a lower bound: LDS.64/.128 are served\n"
+     "in half/quarter-warp phases of at least one wavefront each, so broadcasts leave an excess without\n"
+     "any bank conflict; common/banks.py predicts the phases); excess = (measured - ideal) / ideal; bank\n"
+     "conflicts as ncu counts them (known to count other traffic too). M = millions", [
         K, ("lds_inst_M", "LDS M", ".2f"), ("ffma_thread_inst_M", "FFMA thr. M", ".1f"),
         ("lds_per_warp_ffma", "LDS/FFMA", ".4f"), ("model_lds_per_ffma", "model", ".4f"),
-        ("lds_width_bytes", "width B", ".1f"), ("ld_wavefronts_M", "ld wavefr. M", ".2f"),
+        ("lds_unique_bytes_per_lane", "unique B/lane", ".1f"), ("ld_wavefronts_M", "ld wavefr. M", ".2f"),
         ("ld_excess_pct", "excess %", "+.1f"),
         ("ld_bank_conflicts_M", "ld confl. M", ".2f"), ("st_excess_pct", "st excess %", "+.1f"),
         ("st_bank_conflicts_M", "st confl. M", ".2f")]),
@@ -338,7 +351,8 @@ TENSOR_TABLES = [
         K, ("time_us", "time us", ".1f"), ("tflops", "TFLOP/s", ".1f"), ("sm_pct", "SM %", ".1f"),
         ("tensor_all_pct", "tensor %", ".1f"), ("tensor_fp_pct", "tensor FP %", ".1f"),
         ("hmma_inst_M", "tensor FP inst. M", ".2f"), ("memory_pct", "memory %", ".1f"), ("dram_pct", "DRAM %", ".1f")]),
-    ("memory and occupancy (shared: LDS + LDSM wavefronts against the 128-byte ideal, as in make ncu-table)", [
+    ("memory and occupancy (shared: LDS + LDSM wavefronts against the ideal after broadcast, unique bytes / 128,\n"
+     "as in make ncu-table)", [
         K, ("dram_gb_per_s", "DRAM GB/s", ".0f"), ("l1_hit_pct", "L1 hit %", ".1f"), ("l2_hit_pct", "L2 hit %", ".1f"),
         ("ld_excess_pct", "smem ld excess %", "+.1f"), ("ld_bank_conflicts_M", "ld confl. M", ".2f"),
         ("registers", "regs", "d"), ("smem_per_block_kb", "smem KB/block", ".1f"),
@@ -467,6 +481,13 @@ def summarize(plan, results):
     return rows, problems
 
 
+def sanitizer_argv(exe, tool, program):
+    """The compute-sanitizer command of `make sanitize` for one tool; capture_fixtures.sh runs
+    broken_kernels.cu with it too. memcheck gets the guard when this compute-sanitizer has --padding."""
+    padding = MEMCHECK_PADDING if tool == "memcheck" and sanitizer.supports_padding(exe) else 0
+    return sanitizer.command(exe, tool, program, padding=padding)
+
+
 def sanitize(args):
     names = _kernels_option(args.kernels, [k.name for k in FP32 + FP16])
     arch = needs_gpu("sanitize")
@@ -482,7 +503,7 @@ def sanitize(args):
     results = {}
     for i, tool in enumerate(sanitizer.TOOLS):
         report.progress(i, len(sanitizer.TOOLS), f"compute-sanitizer --tool {tool}: {len(entries)} entry points")
-        argv = sanitizer.command(exe, tool, program)
+        argv = sanitizer_argv(exe, tool, program)
         proc = subprocess.run(argv, cwd=LAB, capture_output=True, text=True,
                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
         text = proc.stdout + proc.stderr
@@ -494,10 +515,15 @@ def sanitize(args):
     rows, problems = summarize(plan, results)
     shapes = ", ".join("x".join(map(str, s)) for s in SANITIZE_SHAPES)
     cols = [K, ("entry", "entry point", ""), ("shapes", "shapes", "d")] + [(t, t, "") for t in sanitizer.TOOLS]
+    padding = MEMCHECK_PADDING if sanitizer.supports_padding(exe) else 0
+    guard = (f"memcheck with --padding {padding} (a guard after every buffer)" if padding
+             else "memcheck WITHOUT --padding (this compute-sanitizer lacks it): an access just past one buffer "
+                  "may land in the next and go unseen")
     print(report.table(rows, cols, title=f"\ncompute-sanitizer {sanitizer.sanitizer_version(exe)} on {arch}; "
-                                         f"shapes (MxNxK, each where the kernel's rules allow): {shapes}"))
+                                         f"shapes (MxNxK, each where the kernel's rules allow): {shapes}; {guard}"))
     record = {"what": "make sanitize", "run": report.run_info(LAB), "arch": arch, "shapes": SANITIZE_SHAPES,
-              "sanitizer": sanitizer.sanitizer_version(exe), "rows": rows, "problems": problems,
+              "sanitizer": sanitizer.sanitizer_version(exe), "memcheck_padding": padding,
+              "rows": rows, "problems": problems,
               "logs": {t: r[3] for t, r in results.items()},
               "totals": {t: {"errors": r[0].total_errors, "warnings": r[0].total_warnings} for t, r in results.items()}}
     path = report.write_json(SANITIZE_DIR / f"sanitize_{arch}{_scope(names)}.json", record)

@@ -233,7 +233,7 @@ V7_CANDIDATES = [dict(), dict(V7_PREFETCH=1), dict(BK=8), dict(BK=8, V7_PREFETCH
                  dict(WM=64, WN=32, WNITER=2), dict(WM=64, WN=32, WNITER=2, V7_PREFETCH=1),
                  dict(BM=64, WM=32, TM=4), dict(BM=256), dict(BM=256, BK=8, V7_PREFETCH=1)]
 T3_CANDIDATES = [dict(), dict(STAGES=3), dict(STAGES=4), dict(BK=64), dict(BK=64, STAGES=3),
-                 dict(WN=64), dict(WN=64, STAGES=3), dict(WN=64, STAGES=4),
+                 dict(WN=64), dict(WN=64, STAGES=3), dict(WN=64, STAGES=4), dict(WN=64, BK=64, STAGES=3),
                  dict(BN=256, WN=64, STAGES=3), dict(BM=256, WM=64, WN=64, STAGES=3)]
 
 

@@ -36,6 +36,24 @@ def test_sanitizer_shapes_cover_partial_tiles_and_k_not_a_multiple_of_8():
     assert all(M % 128 or N % 128 for M, N, _ in profiling.SANITIZE_SHAPES)   # every shape has an edge tile
 
 
+@pytest.mark.parametrize("listed", [True, False])
+def test_memcheck_runs_with_a_guard_after_every_buffer_when_the_sanitizer_has_one(monkeypatch, listed):
+    """Without --padding, A, B and C lie back to back and a read past the end of A lands in B unseen."""
+    monkeypatch.setattr(profiling.sanitizer, "supports_padding", lambda exe: listed)
+    for tool in TOOLS:
+        argv = profiling.sanitizer_argv("compute-sanitizer", tool, ["prog"])
+        padded = tool == "memcheck" and listed
+        assert ("--padding" in argv) == padded, tool
+        if padded:
+            assert int(argv[argv.index("--padding") + 1]) == profiling.MEMCHECK_PADDING
+
+
+def test_the_guard_is_wider_than_a_whole_tile_of_a_at_every_sanitizer_shape():
+    biggest = max(k.tile[0] * K * (4 if k.dtype == "fp32" else 2)
+                  for k in lab07.FP32 + lab07.FP16 for _, _, K in profiling.SANITIZE_SHAPES)
+    assert profiling.MEMCHECK_PADDING > biggest
+
+
 @pytest.mark.parametrize("name", [n for n in profiling.PROFILE_NAMES if n not in profiling.CUBLAS])
 def test_lab_kernels_are_profiled_by_entry_name_skipping_the_warm_up(name):
     k = lab07.KERNELS[name]
