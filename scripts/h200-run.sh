@@ -12,7 +12,7 @@ for step in "$@"; do
   echo "=== $step ($(date +%T))"
   case $step in
     test)      make test PYTHON=$PYTHON > "$OUT/logs/test.log" 2>&1; tail -25 "$OUT/logs/test.log" ;;
-    gputest)   (cd $LAB && $PYTHON -m pytest -q tests/test_fragments_gpu.py tests/test_models_gpu.py) > "$OUT/logs/gputest.log" 2>&1; tail -25 "$OUT/logs/gputest.log" ;;
+    gputest)   (cd $LAB && $PYTHON -m pytest -q tests/test_fragments_gpu.py tests/test_occupancy_gpu.py) > "$OUT/logs/gputest.log" 2>&1; tail -25 "$OUT/logs/gputest.log" ;;
     selfcheck) make selfcheck PYTHON=$PYTHON > "$OUT/logs/selfcheck.log" 2>&1; grep -v '^PASS' "$OUT/logs/selfcheck.log" | tail -30 ;;
     bench)     make bench PYTHON=$PYTHON > "$OUT/logs/bench.log" 2>&1; grep -v '^\[' "$OUT/logs/bench.log" | tail -30 ;;
     sass)      make sass PYTHON=$PYTHON > "$OUT/logs/sass.log" 2>&1; tail -40 "$OUT/logs/sass.log" ;;
@@ -22,6 +22,7 @@ for step in "$@"; do
                make ncu-tensor PYTHON=$PYTHON > "$OUT/logs/ncu-tensor.log" 2>&1; tail -15 "$OUT/logs/ncu-tensor.log" ;;
     sanitize)  make sanitize PYTHON=$PYTHON > "$OUT/logs/sanitize.log" 2>&1; tail -25 "$OUT/logs/sanitize.log" ;;
     fixtures)  (cd $LAB && timeout ${STEP_TIMEOUT:-300} bash capture_fixtures.sh) > "$OUT/logs/fixtures.log" 2>&1; tail -5 "$OUT/logs/fixtures.log" ;;
+    probe)     (cd $LAB && timeout 120 $PYTHON probe.py) > "$OUT/logs/probe.log" 2>&1; tail -30 "$OUT/logs/probe.log" ;;
     notebooks) make notebooks PYTHON=$PYTHON > "$OUT/logs/notebooks.log" 2>&1; tail -10 "$OUT/logs/notebooks.log" ;;
     *)         echo "unknown step $step" ;;
   esac
