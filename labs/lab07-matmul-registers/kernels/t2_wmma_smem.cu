@@ -169,6 +169,7 @@ __device__ __forceinline__ void hgemm_t2_body(int M, int N, int K, const __half*
         else                              copy_tiles<true, VEC_B>(As, Bs, A, B, M, N, K, bm, bn, k0, tid);
         __syncthreads();   // the tiles are complete, for every warp
 
+        // BEGIN SOLUTION t2-fragment-loop: per 16-deep step kk: 4 A, 2 B fragments, 8 mma_sync
 #pragma unroll
         for (int kk = 0; kk < BK; kk += TILE) {
             FragA a[FRAG_M];
@@ -182,6 +183,7 @@ __device__ __forceinline__ void hgemm_t2_body(int M, int N, int K, const __half*
 #pragma unroll
                 for (int j = 0; j < FRAG_N; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
         }
+        // END SOLUTION t2-fragment-loop
         __syncthreads();   // nobody reads the tiles any more: the next phase may overwrite them
     }
 

@@ -205,19 +205,23 @@ __device__ __forceinline__ void hgemm_t3_body(int M, int N, int K, const __half*
     };
 
     // Prologue: tiles 0 .. STAGES-2 in flight, one commit group each (empty groups past the end).
+    // BEGIN SOLUTION t3-prologue: issue tiles 0 .. STAGES-2, one __pipeline_commit() each
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < k_tiles) issue(s, s);
         __pipeline_commit();
     }
+    // END SOLUTION t3-prologue
 
     int read_stage = 0;             // buffer of tile t
     int write_stage = STAGES - 1;   // buffer of tile t + STAGES - 1 = the one tile t - 1 used
     for (int t = 0; t < k_tiles; ++t) {
+        // BEGIN SOLUTION t3-issue-and-wait: start tile t+STAGES-1, commit, wait until tile t has landed
         if (t + STAGES - 1 < k_tiles) issue(write_stage, t + STAGES - 1);
         __pipeline_commit();
         __pipeline_wait_prior(STAGES - 1);   // this thread's copies of tile t have landed
         __syncthreads();                     // ...and every other thread's
+        // END SOLUTION t3-issue-and-wait
 
         const __half* As_w = As + read_stage * A_STAGE + warp_m * WM * LDA_S;   // this warp's rows
         const __half* Bs_w = Bs + read_stage * B_STAGE + warp_n * WN;           // this warp's columns
@@ -234,10 +238,12 @@ __device__ __forceinline__ void hgemm_t3_body(int M, int N, int K, const __half*
 #pragma unroll
                 for (int j = 0; j < FRAG_N; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
         }
+        // BEGIN SOLUTION t3-release: free buffer read_stage for the next copy, advance both stages
         __syncthreads();                     // buffer read_stage is free: the next iteration refills it
 
         read_stage = (read_stage + 1 == STAGES) ? 0 : read_stage + 1;
         write_stage = (write_stage + 1 == STAGES) ? 0 : write_stage + 1;
+        // END SOLUTION t3-release
     }
     // Only empty groups can still be pending here; wait for them anyway before the tile memory is
     // reused, so the epilogue's safety does not depend on that argument.

@@ -64,6 +64,7 @@ sgemm_v4_1d_blocktiling(int M, int N, int K, const float* __restrict__ A,
         }
         __syncthreads();
 
+        // BEGIN SOLUTION v4-inner-loop: per k, one Bs value b reused for the TM = 8 acc[i]
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
             const float b = Bs[k][threadCol];    // one load of B...
@@ -71,6 +72,7 @@ sgemm_v4_1d_blocktiling(int M, int N, int K, const float* __restrict__ A,
             for (int i = 0; i < TM; ++i)         // ...reused TM = 8 times
                 acc[i] += As[threadRow * TM + i][k] * b;   // same word for the whole warp: broadcast
         }
+        // END SOLUTION v4-inner-loop
         __syncthreads();
     }
 

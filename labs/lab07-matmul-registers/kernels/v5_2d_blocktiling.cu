@@ -90,6 +90,7 @@ sgemm_v5_2d_blocktiling(int M, int N, int K, const float* __restrict__ A,
         }
         __syncthreads();
 
+        // BEGIN SOLUTION v5-outer-product: per k, regM and regN from As and Bs, acc += regM x regN
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
 #pragma unroll
@@ -102,6 +103,7 @@ sgemm_v5_2d_blocktiling(int M, int N, int K, const float* __restrict__ A,
                 for (int j = 0; j < TN; ++j)
                     acc[i][j] += regM[i] * regN[j];                              // 64 FMAs
         }
+        // END SOLUTION v5-outer-product
         __syncthreads();
     }
 

@@ -66,10 +66,12 @@ static_assert((BK * AS_LD + BK * BN) * 4 <= 48 * 1024, "v6: static shared memory
 template <bool VEC>
 __device__ __forceinline__ float4 load4(const float* __restrict__ p)
 {
+    // BEGIN SOLUTION v6-float4-load: VEC: p[0..3] as one float4 (LDG.E.128); else 4 floats
     if constexpr (VEC)
         return *reinterpret_cast<const float4*>(p);   // LDG.E.128: p is 16-byte aligned
     else
         return make_float4(p[0], p[1], p[2], p[3]);
+    // END SOLUTION v6-float4-load
 }
 
 // Edge version, for a row that exists: only `valid` elements from p on exist (may be <= 0 or >= 4).
@@ -159,6 +161,7 @@ __device__ __forceinline__ void sgemm_v6_body(int M, int N, int K, const float* 
             }
         }
         // 2. registers -> shared: A transposed (4 scalar STS), B as is (one STS.128)
+        // BEGIN SOLUTION v6-transposed-store: ra[g] = A[row r][k aCol..aCol+3] into As[k][m]
 #pragma unroll
         for (int g = 0; g < A_GROUPS; ++g) {
             const int r = aRow + g * A_ROW_STEP;
@@ -167,6 +170,7 @@ __device__ __forceinline__ void sgemm_v6_body(int M, int N, int K, const float* 
             As[aCol + 2][r] = ra[g].z;
             As[aCol + 3][r] = ra[g].w;
         }
+        // END SOLUTION v6-transposed-store
 #pragma unroll
         for (int g = 0; g < B_GROUPS; ++g)
             *reinterpret_cast<float4*>(&Bs[bRow + g * B_ROW_STEP][bCol]) = rb[g];
@@ -175,6 +179,7 @@ __device__ __forceinline__ void sgemm_v6_body(int M, int N, int K, const float* 
         // 3. outer products: per k, 4 LDS.128 feed 64 FFMA
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
+            // BEGIN SOLUTION v6-float4-operands: regM[8], regN[8] from As[k], Bs[k] as float4 (LDS.128)
             float regM[TM], regN[TN];
 #pragma unroll
             for (int i = 0; i < TM; i += 4) {
@@ -186,6 +191,7 @@ __device__ __forceinline__ void sgemm_v6_body(int M, int N, int K, const float* 
                 const float4 v = *reinterpret_cast<const float4*>(bRead + k * BN + j);
                 regN[j] = v.x; regN[j + 1] = v.y; regN[j + 2] = v.z; regN[j + 3] = v.w;
             }
+            // END SOLUTION v6-float4-operands
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll

@@ -175,12 +175,14 @@ __device__ __forceinline__ void sgemm_v7_body(int M, int N, int K, const float* 
 
     // Compute mapping: which warp tile, and which 8 x 4 block of each strip.
     const int warp = tid / 32, lane = tid % 32;
+    // BEGIN SOLUTION v7-warp-indices: warpRow, warpCol, tRowInWarp, tColInWarp; mOff, nOff
     const int warpRow = warp / WARPS_N;           // chapter: warp / 2
     const int warpCol = warp % WARPS_N;           // chapter: warp % 2
     const int tRowInWarp = lane / LANES_N;        // chapter: lane / 4 -> rows tRowInWarp*8 + 0..7
     const int tColInWarp = lane % LANES_N;        // chapter: lane % 4 -> cols tColInWarp*4 + 0..3 of each strip
     const int mOff = warpRow * WM + tRowInWarp * TM;   // first tile row this thread owns
     const int nOff = warpCol * WN + tColInWarp * TN;   // first tile column (strip 0) this thread owns
+    // END SOLUTION v7-warp-indices
 
     // Load mapping (as v6): group g of A is tile row aRow + g*A_ROW_STEP, slice columns aCol..aCol+3;
     // a warp covers 8 rows x 4 groups = 8 x 64 bytes. Group g of B is slice row bRow + g*B_ROW_STEP,
@@ -242,6 +244,7 @@ __device__ __forceinline__ void sgemm_v7_body(int M, int N, int K, const float* 
         const float* bRead = &Bs[s][0][nOff];
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
+            // BEGIN SOLUTION v7-strip-operands: regM[TM] from As[k], regN: TN of Bs[k] per strip w
             float regM[TM], regN[WNITER * TN];
 #pragma unroll
             for (int i = 0; i < TM; i += 4) {
@@ -256,6 +259,7 @@ __device__ __forceinline__ void sgemm_v7_body(int M, int N, int K, const float* 
                     regN[w * TN + j] = v.x;     regN[w * TN + j + 1] = v.y;
                     regN[w * TN + j + 2] = v.z; regN[w * TN + j + 3] = v.w;
                 }
+            // END SOLUTION v7-strip-operands
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
