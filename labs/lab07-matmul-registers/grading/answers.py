@@ -1,0 +1,159 @@
+"""answers.toml: the student's answers to the questions and their predictions.
+
+    load(path)            -> {"student": {...}, "questions": {...}, "predictions": {...}}; CourseError
+                             with the line when the file is not valid
+    parse_toml(text)      tomllib where Python has it (3.11+), else parse_simple_toml
+    parse_simple_toml     the subset answers.toml uses: [tables], key = "string" | number | true/false,
+                          comments; what Python 3.10 (no tomllib) reads
+    template(solution)    the file `make workspace` writes: every question as a comment over its key;
+                          with solution=True the model's answers and the newest recorded measurements
+"""
+import json
+import re
+from pathlib import Path
+
+from common.errors import CourseError
+
+from .parts import PREDICTION_SIZE
+
+try:                      # Python 3.11+
+    import tomllib
+except ImportError:       # pragma: no cover - Python 3.10
+    tomllib = None
+
+
+_TABLE = re.compile(r"^\[\s*([A-Za-z0-9_-]+)\s*\]$")
+_KEY = re.compile(r"^([A-Za-z0-9_-]+)\s*=\s*(.*)$")
+_NUM = re.compile(r"^[-+]?(\d[\d_]*)?(\.\d[\d_]*)?([eE][-+]?\d+)?$")
+
+
+def _strip_comment(value):
+    """The value part of a line without a trailing # comment (a # inside quotes stays)."""
+    out, quote = [], None
+    for ch in value:
+        if quote:
+            out.append(ch)
+            if ch == quote and (quote == "'" or not "".join(out[:-1]).endswith("\\")):
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+            out.append(ch)
+        elif ch == "#":
+            break
+        else:
+            out.append(ch)
+    return "".join(out).strip()
+
+
+def parse_simple_toml(text):
+    data = {}
+    current = data
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _TABLE.match(_strip_comment(line))
+        if m:
+            current = data.setdefault(m.group(1), {})
+            continue
+        m = _KEY.match(line)
+        if not m:
+            raise ValueError(f"line {n}: expected key = value or [table]: {raw.strip()!r}")
+        key, value = m.group(1), _strip_comment(m.group(2))
+        if key in current:
+            raise ValueError(f"line {n}: {key} is given twice")
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            current[key] = json.loads(value)          # TOML basic strings escape like JSON
+        elif len(value) >= 2 and value[0] == value[-1] == "'":
+            current[key] = value[1:-1]
+        elif value in ("true", "false"):
+            current[key] = value == "true"
+        elif value and _NUM.match(value) and any(c.isdigit() for c in value):
+            v = value.replace("_", "")
+            current[key] = float(v) if any(c in v for c in ".eE") else int(v)
+        else:
+            raise ValueError(f"line {n}: {key} = {value!r}: write a number, or text in double quotes")
+    return data
+
+
+def parse_toml(text):
+    if tomllib is not None:
+        return tomllib.loads(text)
+    return parse_simple_toml(text)
+
+
+def load(path):
+    path = Path(path)
+    if not path.exists():
+        raise CourseError(f"{path} does not exist", hint="`make workspace` writes it; copy it back if you moved it")
+    try:
+        data = parse_toml(path.read_text())
+    except Exception as e:   # tomllib.TOMLDecodeError or ValueError: both say where
+        raise CourseError(f"{path.name} is not valid TOML: {e}",
+                          hint='write numbers as 0.25 and text in double quotes: key = "9/8"') from None
+    for table in ("questions", "predictions"):
+        if not isinstance(data.get(table, {}), dict):
+            raise CourseError(f"{path.name}: [{table}] must be a table")
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# The template
+# ---------------------------------------------------------------------------------------------
+
+def _fmt(value):
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, int) or float(value).is_integer():
+        return str(int(value))
+    return f"{value:.6g}"
+
+
+def _wrap_comment(text, width=98):
+    words, lines, cur = text.split(), [], "#"
+    for w in words:
+        if len(cur) + 1 + len(w) > width:
+            lines.append(cur)
+            cur = "#  "
+        cur += " " + w
+    lines.append(cur)
+    return "\n".join(lines)
+
+
+def recorded_measurements():
+    """The predictions' values from the newest bench record in results/:
+    ({id: value}, size, path, GPU name), or ({}, None, None, None) when there is none."""
+    from common.roofline import newest_record
+    from .questions import measured_from_record
+    lab = Path(__file__).resolve().parents[1]
+    record, path = newest_record(lab / "results", "lab07-bench_*.json")
+    if record is None:
+        return {}, None, None, None
+    values, size = measured_from_record(record, PREDICTION_SIZE)
+    return values, size, path, record.get("gpu", {}).get("name", "?")
+
+
+def template(solution=False):
+    from .parts import PREDICTION_FACTOR
+    from .questions import PREDICTIONS, QUESTIONS
+    out = ["# Lab 7: check your understanding, and your predictions. `make grade` checks this file.",
+           "# Write numbers (0.25), fractions or numbers with a unit as text (\"9/8\", \"33 %\"), words as text",
+           "# (\"registers\"). The course's models answer every question: common/hierarchy.py, common/roofline.py",
+           "# and the hierarchy explorer. Leave \"TODO\" where you have no answer yet.",
+           "", "[student]", 'name = ""', "", "[questions]"]
+    for i, q in enumerate(QUESTIONS, 1):
+        out.append(_wrap_comment(f"{i}. {q.text} ({q.tolerance_text()})"))
+        out.append(f"{q.id} = {_fmt(q.answer()) if solution else json.dumps('TODO')}")
+    measured, size, path, _ = recorded_measurements() if solution else ({}, None, None, None)
+    out += ["", "[predictions]",
+            _wrap_comment(f"Predict BEFORE you run `make bench`: each kernel's speed as a % of cuBLAS at "
+                          f"{PREDICTION_SIZE}³ on the GPU you will grade on (the chapter's section 9; "
+                          f"Boehm's ratios are for another card). Within {PREDICTION_FACTOR:g}x of the "
+                          f"measurement scores.")]
+    if solution and path:
+        out.append(f"# (the reference: the measurements of {Path(path).name} at {size}³)")
+    for p in PREDICTIONS:
+        out.append(f"# {p.text}")
+        value = measured.get(p.id)
+        out.append(f"{p.id} = {_fmt(round(value, 3)) if solution and value is not None else json.dumps('TODO')}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,489 @@
+"""Grading: every part, every check, its points, and one reason for every check that lost points.
+
+    grade(workspace, parts=None, sources=None, gpu=None, arch=None, seed=None) -> Report
+    grade_many(jobs, env) -> [Report]          several workspaces or kernels in one GPU session
+    environment(gpu=None, arch=None, seed=None) -> Env: is there a GPU, which arch, which seed
+    Report.result(part, check), .score, .graded_max, .pending, .text(), .to_json(), .lost_lines()
+
+A check ends in one of four states: pass (its points), fail (none, and a reason), needs-gpu
+(neither: this machine has no GPU) or skipped (neither: a tool is missing, the reason says which).
+A check with `requires` fails when the check it requires did not pass ("needs computes first").
+"""
+import os
+import secrets
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from common import report as rep
+from common.errors import CourseError
+
+from . import answers as answers_mod
+from . import parts as P
+from . import static
+from .questions import PREDICTIONS, QUESTIONS, grade_prediction
+
+LAB = Path(__file__).resolve().parents[1]
+GRADE_BUILD = Path(os.environ.get("LAB07_GRADE_BUILD") or LAB / "build" / "grade")   # never the lab's build/<arch>
+GRADE_REPORTS = LAB / "reports" / "grade"
+
+PASS, FAIL, NEEDS_GPU, SKIPPED = "pass", "fail", "needs-gpu", "skipped"
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class CheckResult:
+    part: str
+    check: str
+    what: str
+    max_points: int
+    status: str
+    reason: str = ""
+    details: dict = field(default_factory=dict)
+
+    @property
+    def points(self):
+        return self.max_points if self.status == PASS else 0
+
+    @property
+    def graded(self):
+        return self.status in (PASS, FAIL)
+
+
+@dataclass
+class PartResult:
+    name: str
+    title: str
+    checks: list
+    source: str = ""
+    note: str = ""
+
+    @property
+    def points(self):
+        return sum(c.points for c in self.checks)
+
+    @property
+    def graded_max(self):
+        return sum(c.max_points for c in self.checks if c.graded)
+
+    @property
+    def pending(self):
+        return sum(c.max_points for c in self.checks if not c.graded)
+
+    @property
+    def max_points(self):
+        return sum(c.max_points for c in self.checks)
+
+
+@dataclass
+class Report:
+    name: str
+    parts: list
+    meta: dict
+    extra: dict = field(default_factory=dict)     # questions' answers, predictions' table
+
+    def part(self, name):
+        return next(p for p in self.parts if p.name == name)
+
+    def result(self, part, check):
+        return next(c for c in self.part(part).checks if c.check == check)
+
+    @property
+    def score(self):
+        return sum(p.points for p in self.parts)
+
+    @property
+    def graded_max(self):
+        return sum(p.graded_max for p in self.parts)
+
+    @property
+    def pending(self):
+        return sum(p.pending for p in self.parts)
+
+    def lost(self):
+        return [c for p in self.parts for c in p.checks if c.status == FAIL]
+
+    def lost_lines(self):
+        """One line per lost check; checks of one part that fail for the same reason share a line."""
+        lines = []
+        for p in self.parts:
+            groups = []
+            for c in p.checks:
+                if c.status != FAIL:
+                    continue
+                if groups and groups[-1][1] == c.reason:
+                    groups[-1][0].append(c)
+                else:
+                    groups.append(([c], c.reason))
+            for cs, reason in groups:
+                names = f"all {len(cs)}" if len(cs) == len(p.checks) and len(cs) > 3 else ", ".join(c.check for c in cs)
+                lines.append((f"-{sum(c.max_points for c in cs)}", p.name, names, reason))
+        w = [max([len(l[i]) for l in lines] + [0]) for i in range(3)]
+        return [f"{a:>{w[0]}}  {b:<{w[1]}}  {c:<{w[2]}}  {d}" for a, b, c, d in lines]
+
+    def text(self):
+        m = self.meta
+        out = [f"Lab 7 grade: {m['what']}"]
+        out.append(f"GPU: {m['gpu_text']}" + ("" if m["gpu"] else "; the GPU checks are reported as "
+                                               "'needs a GPU' (neither passed nor failed)"))
+        out.append(f"SASS and ptxas for {m['arch']}; inputs drawn with seed {m['seed']} (GRADE_SEED={m['seed']} repeats them)")
+        rows = [{"part": p.name, "points": p.points, "graded": p.graded_max, "pending": p.pending or None,
+                 "title": p.title} for p in self.parts]
+        rows.append({"part": "total", "points": self.score, "graded": self.graded_max, "pending": self.pending or None,
+                     "title": ""})
+        out += ["", rep.table(rows, [("part", "part", ""), ("points", "points", "d"), ("graded", "of", "d"),
+                                     ("pending", "needs GPU", "d"), ("title", "what", "")])]
+        lost = self.lost_lines()
+        out += ["", "Lost points (one line per reason):" if lost else "Lost points: none."]
+        out += ["  " + l for l in lost]
+        pred = self.extra.get("predictions")
+        if pred and pred.get("rows"):
+            out += ["", rep.table(pred["rows"], [("id", "prediction", ""), ("predicted", "yours", ""),
+                                                  ("measured", "measured", ".3g"), ("unit", "unit", ""),
+                                                  ("status", "", "")],
+                                  title=f"Predictions at {P.PREDICTION_SIZE}³ against {pred['source']}")]
+        pending = {}                       # the checks that wait for a GPU -> the parts they belong to
+        for p in self.parts:
+            names = ", ".join(c.check for c in p.checks if c.status == NEEDS_GPU)
+            if names:
+                pending.setdefault(names, []).append(p.name)
+        if pending:
+            out += ["", "Needs a GPU (not graded here): " +
+                    "; ".join(f"{names} of {', '.join(ps)}" for names, ps in pending.items())]
+        skipped = [f"{c.part} {c.check}: {c.reason}" for c in (c for p in self.parts for c in p.checks)
+                   if c.status == SKIPPED]
+        if skipped:
+            out += ["", "Skipped (neither passed nor failed):"] + ["  " + s for s in skipped]
+        out += ["", f"score: {self.score} of {self.graded_max} points graded here"
+                    + (f" ({self.pending} more need a GPU or a missing tool)" if self.pending else "")]
+        return "\n".join(out)
+
+    def to_json(self):
+        return {"what": "lab07 grade", **self.meta, "score": self.score, "graded_max": self.graded_max,
+                "pending": self.pending, "max_total": sum(p.max_points for p in self.parts),
+                "parts": [{"part": p.name, "title": p.title, "source": p.source, "note": p.note, "points": p.points,
+                           "graded_max": p.graded_max, "pending": p.pending, "max_points": p.max_points,
+                           "checks": [{"check": c.check, "what": c.what, "status": c.status, "points": c.points,
+                                       "max_points": c.max_points, "reason": c.reason, "details": c.details}
+                                      for c in p.checks]} for p in self.parts],
+                "lost": self.lost_lines(), **self.extra}
+
+
+# ---------------------------------------------------------------------------------------------
+# Where and how
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Env:
+    gpu: bool
+    gpu_text: str
+    arch: str
+    seed: int
+    work: Path          # scratch folder for the GPU workers' files and logs
+
+
+def environment(gpu=None, arch=None, seed=None, work=None):
+    """gpu=None: use one if there is one; False: never; True: there must be one (CourseError)."""
+    from common.device import gpu_status
+    if gpu is False:
+        ok, text = False, "not used (grading without a GPU was asked for)"
+    else:
+        ok, text = gpu_status()
+        if gpu and not ok:
+            raise CourseError(f"a GPU was asked for, and there is none: {text}")
+        if not ok:
+            text = f"none ({text})"
+    if arch is None:
+        if ok:
+            import lab07
+            arch = lab07.gpu_arch()
+        else:
+            arch = "sm_90"
+    seed = int(seed if seed is not None else os.environ.get("GRADE_SEED") or secrets.randbits(31))
+    work = Path(work) if work else Path(tempfile.mkdtemp(prefix="lab07-grade-"))
+    return Env(ok, text, arch, seed, work)
+
+
+@dataclass
+class Job:
+    name: str                         # what is graded, in words ("workspace/", "wrong/v5_fp16_math.cu")
+    sources: dict                     # code part -> .cu file
+    parts: list                       # part names to grade, in order
+    answers: Path = None              # answers.toml (questions and predictions)
+
+
+def workspace_job(workspace, parts=None, name=None):
+    """A Job for a workspace folder: its kernels (the reference files' names) and answers.toml."""
+    from .workspace import kernel_files
+    workspace = Path(workspace)
+    if not workspace.is_dir():
+        raise CourseError(f"there is no workspace at {workspace}",
+                          hint="create it with `make workspace` (or pass WORKSPACE=path to yours)")
+    names = [p.name for p in P.all_parts()]
+    parts = list(parts or names)
+    for p in parts:
+        if p not in names:
+            raise CourseError(f"there is no part {p!r}", hint=f"parts: {', '.join(names)}")
+    files = kernel_files()
+    return Job(name or str(workspace), {p: workspace / files[p].name for p in parts if p in files},
+               parts, workspace / "answers.toml")
+
+
+def build_dir_for(source):
+    """The grader's own build folder for a source file: one per folder, never the lab's build/."""
+    import hashlib
+    folder = Path(source).resolve().parent
+    digest = hashlib.sha1(str(folder).encode()).hexdigest()[:10]
+    return GRADE_BUILD / f"{folder.name}-{digest}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Grading
+# ---------------------------------------------------------------------------------------------
+
+def grade(workspace, parts=None, gpu=None, arch=None, seed=None, progress=True):
+    env = environment(gpu, arch, seed)
+    return grade_many([workspace_job(workspace, parts)], env, progress=progress)[0]
+
+
+def _say(progress, text):
+    if progress:
+        print(f"[grade] {text}", file=sys.stderr, flush=True)
+
+
+def grade_many(jobs, env, progress=True):
+    """Grade every job; the GPU work of all of them in one batch (one racecheck run per batch of
+    distinct file names). Returns one Report per job, in order."""
+    # 1. compile every code part of every job (the grader's own build folders)
+    tasks = [(ji, name, Path(src)) for ji, job in enumerate(jobs) for name, src in job.sources.items()
+             if name in job.parts]
+    _say(progress, f"compiling {len(tasks)} kernel(s) for {env.arch}")
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        futures = {(ji, name): pool.submit(static.compile_student, P.part(name), src, env.arch, build_dir_for(src))
+                   for ji, name, src in tasks}
+        compiled = {key: f.result() for key, f in futures.items()}
+    # 2. SASS
+    facts, sass_error = {}, ""
+    for key, c in compiled.items():
+        if not c.ok:
+            continue
+        try:
+            facts[key] = static.sass_facts(c)
+        except CourseError as e:
+            sass_error = e.message
+    # 3. the GPU
+    gpu_results, races, measured = {}, {}, None
+    if env.gpu:
+        import lab07
+        items, by_item = [], {}
+        kernels = sorted({P.part(name).kernel for _, name, _ in tasks})
+        _say(progress, f"building the reference kernels ({', '.join(kernels)}) for {env.arch}")
+        lab07.build([lab07.KERNELS[k] for k in kernels], [env.arch])
+        for (ji, name), c in compiled.items():
+            if not c.ok:
+                continue
+            part = P.part(name)
+            ref = lab07.KERNELS[part.kernel]
+            iid = f"{ji}-{name}"
+            items.append({"id": iid, "part": name, "kernel": part.kernel, "source": str(c.source),
+                          "cubin": str(c.cubin), "reference_cubin": str(ref.cubin(lab07.BUILD_DIR, env.arch)),
+                          "seed": env.seed + 7919 * len(items)})
+            by_item[(ji, name)] = iid
+        from . import gpu as gpumod
+        if items:
+            _say(progress, f"GPU: correctness, timing and the re-check of {len(items)} kernel(s)")
+            results = gpumod.run_parts(items, env.work / "parts")
+            _say(progress, f"GPU: compute-sanitizer racecheck on {len(items)} kernel(s)")
+            race = gpumod.racecheck(items, env.work / "racecheck")
+            gpu_results = {key: results[iid] for key, iid in by_item.items()}
+            races = {key: race[iid] for key, iid in by_item.items()}
+        if any("predictions" in job.parts for job in jobs):
+            _say(progress, f"GPU: the reference ladder and cuBLAS at {P.PREDICTION_SIZE}³ (for the predictions)")
+            measured = gpumod.measure(env.work / "measure.json")
+    # 4. the reports
+    reports = []
+    for ji, job in enumerate(jobs):
+        parts_out, extra = [], {}
+        answers, answers_error = None, ""
+        if any(p in ("questions", "predictions") for p in job.parts):
+            try:
+                answers = answers_mod.load(job.answers)
+            except CourseError as e:
+                answers_error = e.message
+        for name in job.parts:
+            part = P.part(name)
+            if name == "questions":
+                pr, extra["questions"] = _questions(part, answers, answers_error)
+            elif name == "predictions":
+                pr, extra["predictions"] = _predictions(part, answers, answers_error, env, measured)
+            else:
+                key = (ji, name)
+                c = compiled.get(key) or static.Compiled(name, Path(job.sources.get(name, "?")),
+                                                         error=f"no source file for {name}")
+                pr = _code_part(part, c, facts.get(key), sass_error, gpu_results.get(key), races.get(key), env)
+            parts_out.append(pr)
+        meta = {"workspace": job.name, "what": job.name, "gpu": env.gpu, "gpu_text": env.gpu_text, "arch": env.arch,
+                "seed": env.seed, "run": rep.run_info(LAB), "speed_pct": P.SPEED_PCT, "timing_size": P.TIMING_SIZE}
+        reports.append(Report(job.name, parts_out, meta, extra))
+    return reports
+
+
+# ---------------------------------------------------------------------------------------------
+# One code part
+# ---------------------------------------------------------------------------------------------
+
+def case_reason(case):
+    """One line for a wrong result, from the worker's verdict dict."""
+    where = f"for shape {case['label'].split()[-1]} ({case['label'].split()[0]})"
+    if case.get("when"):
+        where += f", {case['when']}"
+    if case.get("outside_before") or case.get("outside_after"):
+        side = "after its end" if case.get("outside_after") else "before its start"
+        n = case.get("outside_after") or case.get("outside_before")
+        return f"wrote outside C {where}: {n} word(s) {side} changed (a store guard off by one?)"
+    if case.get("computed_nan"):
+        i, j = case["first_nan"]
+        return (f"NaN at ({i}, {j}) {where}: a read past the end of A or B (the grader surrounds them with NaN), "
+                f"or of memory never written; {case['computed_nan']} NaN element(s)")
+    if case.get("unwritten"):
+        i, j = case["first_unwritten"]
+        return f"never wrote ({i}, {j}) {where}: {case['unwritten']} element(s) still hold the NaN poison"
+    i, j = case["worst_index"]
+    return (f"wrong element at ({i}, {j}) {where}: got {case['got']:.6g}, want {case['want']:.6g} "
+            f"(tol {case['tol']:.1e}); {case['bad']} bad element(s)")
+
+
+def _correct(res):
+    if res is None:
+        return FAIL, "not run on the GPU", {}
+    if res.get("crash") and res["crash"].get("stage") in ("start", "correctness"):
+        cr = res["crash"]
+        at = f" at {cr['label']}" if cr.get("label") else ""
+        return FAIL, f"crashed on the GPU{at}: {cr['error']}", {"crash": cr}
+    cases = res.get("cases", [])
+    bad = [c for c in cases if not c["ok"]]
+    if bad:
+        more = f" ({len(bad)} of {len(cases)} runs wrong)" if len(bad) > 1 else ""
+        return FAIL, case_reason(bad[0]) + more, {"cases": [c["verdict"] for c in cases]}
+    for key in ("after_timing", "fresh"):
+        c = res.get(key)
+        if c and not c["ok"]:
+            return FAIL, case_reason(c) + " (a kernel must compute every call: no cached result)", {key: c}
+    if res.get("crash"):
+        cr = res["crash"]
+        return FAIL, f"crashed on the GPU during {cr['stage']} at {cr.get('label') or '?'}: {cr['error']}", {"crash": cr}
+    if not res.get("fresh"):
+        return FAIL, "the re-check after timing did not run", {}
+    return PASS, "", {"cases": len(cases)}
+
+
+def _fast(res):
+    t = (res or {}).get("timing")
+    if not t:
+        return FAIL, "not timed", {}
+    ok = t["pct_of_reference"] >= P.SPEED_PCT
+    reason = "" if ok else (f"{t['pct_of_reference']:.0f} % of the reference's speed at {t['size']}³ "
+                            f"({t['student_ms']:.3f} ms against {t['reference_ms']:.3f} ms, same GPU, same run; "
+                            f"{P.SPEED_PCT} % needed)")
+    return (PASS if ok else FAIL), reason, t
+
+
+def _code_part(part, compiled, facts, sass_error, gpu_res, race, env):
+    raw = {}
+    for c in part.checks:
+        if not compiled.ok:
+            raw[c.name] = (FAIL, compiled.error, {})
+        elif c.needs_gpu and not env.gpu:
+            raw[c.name] = (NEEDS_GPU, f"needs a GPU: {env.gpu_text}", {})
+        elif c.kind == "correct":
+            raw[c.name] = _correct(gpu_res)
+        elif c.kind == "fast":
+            raw[c.name] = _fast(gpu_res)
+        elif c.kind == "race-free":
+            status, reason = race or (FAIL, "racecheck did not run")
+            raw[c.name] = (status, reason, {})
+        elif facts is None:
+            raw[c.name] = (SKIPPED, f"SASS not read: {sass_error}", {})
+        else:
+            ok, reason = static.run_check(c.kind, compiled, facts)
+            raw[c.name] = (PASS if ok else FAIL, reason, {})
+    out = []
+    for c in part.checks:
+        status, reason, details = raw[c.name]
+        if compiled.ok and c.requires and raw[c.requires][0] != PASS and status != NEEDS_GPU:
+            dep = raw[c.requires][0]
+            status, reason = (dep, raw[c.requires][1]) if dep in (SKIPPED, NEEDS_GPU) else \
+                (FAIL, f"needs {c.requires} first")
+        out.append(CheckResult(part.name, c.name, c.what, c.points, status, reason, details))
+    source = str(compiled.source) if compiled.source else ""
+    return PartResult(part.name, part.title, out, source)
+
+
+# ---------------------------------------------------------------------------------------------
+# Questions and predictions
+# ---------------------------------------------------------------------------------------------
+
+def _questions(part, answers, error):
+    given = (answers or {}).get("questions", {})
+    out, table = [], []
+    for q, c in zip(QUESTIONS, part.checks):
+        if error:
+            status, reason = FAIL, error
+        else:
+            ok, reason = q.grade(given.get(q.id))
+            status = PASS if ok else FAIL
+        out.append(CheckResult(part.name, q.id, q.text, c.points, status, reason))
+        table.append({"id": q.id, "answer": given.get(q.id), "expected": q.answer(), "tolerance": q.tolerance_text(),
+                      "model": q.model, "ok": status == PASS})
+    return PartResult(part.name, part.title, out, note=""), table
+
+
+def _predictions(part, answers, error, env, measured):
+    given = (answers or {}).get("predictions", {})
+    source, values, measured_on = None, {}, None
+    if measured and not measured.get("error"):
+        values, measured_on = measured["values"], measured["gpu"]
+        source = f"this run on {measured['gpu']} ({measured['size']}³, reference kernels and cuBLAS timed just now)"
+    else:
+        rec, size, path, gpu_name = answers_mod.recorded_measurements()
+        if rec:
+            values, measured_on = rec, gpu_name
+            why = "no GPU here" if not env.gpu else (measured or {}).get("error", "not measured")
+            source = f"the newest recorded run, results/{Path(path).name} ({gpu_name}, {size}³): {why}"
+    out, rows = [], []
+    for p, c in zip(PREDICTIONS, part.checks):
+        m = values.get(p.id)
+        if error:
+            status, reason = FAIL, error
+        elif source is None:
+            status, reason = NEEDS_GPU, "needs a GPU (and no recorded run in results/ to compare with)"
+        else:
+            ok, reason = grade_prediction(p, given.get(p.id), m)
+            status = PASS if ok else FAIL
+        out.append(CheckResult(part.name, p.id, p.text, c.points, status, reason))
+        rows.append({"id": p.id, "predicted": given.get(p.id), "measured": m, "unit": p.unit,
+                     "status": {PASS: "ok", FAIL: "off", NEEDS_GPU: "-"}.get(status, status)})
+    note = f"measured: {source}" if source else ""
+    return PartResult(part.name, part.title, out, note=note), {"source": source or "nothing", "measured_on": measured_on,
+                                                              "rows": rows}
+
+
+def finite(value):
+    """The value with NaN and infinities as strings, so the JSON is strict (teachers' tools choke on NaN)."""
+    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def write_json(report, path=None):
+    path = Path(path) if path else GRADE_REPORTS / f"{Path(report.name).name or 'workspace'}.json"
+    return rep.write_json(path, finite(report.to_json()))

@@ -1,0 +1,231 @@
+"""The grader's table: what is graded, how many points, and what each known-wrong kernel must lose.
+
+    PARTS          code parts (one reference kernel each, with its solution regions), then the
+                   questions and the predictions; each part lists its checks and their points
+    REGIONS        solution region id -> the stub the workspace keeps in its place (so it compiles)
+    WRONG          the known-wrong kernels in grading/wrong/ and the checks each must fail
+    SPEED_PCT, TIMING_SIZE, FP32_SHAPES, FP16_SHAPES, SANITIZE_SHAPES, PREDICTION_SIZE, ...
+
+A region is marked in the reference kernel itself (kernels/*.cu), one comment line each side:
+
+    // BEGIN SOLUTION v4-inner-loop: per k, one Bs value b reused for the TM = 8 acc[i]
+    ...the reference code...
+    // END SOLUTION v4-inner-loop
+
+`make workspace` replaces it with `// TODO(v4-inner-loop): <the same text>` and the stub below.
+A stub never computes anything: the untouched workspace compiles, runs, and scores zero on every
+code part (its static checks fail because the work is missing, its results are wrong).
+
+Check kinds (static.py and grader.py implement them):
+    computes-fp32   every entry point has FFMA and no FP16 arithmetic or conversion (HFMA2, HADD2,
+                    F2FP, F2F.F16, HMMA; a constant move `HFMA2.MMA R, -RZ, RZ, ..` is not math)
+    computes-tensor every entry point has HMMA (tensor cores) and LDSM (fragments from shared memory)
+    cp-async        every entry point has LDGSTS (cp.async) and DEPBAR (waits for it) and HMMA
+    registers       no spills and no stack frame (ptxas -v), no LDL/STL in SASS
+    lds128          regM and regN come from 128-bit shared loads: LDS.128 and no narrow LDS
+    float4-global   the vec entry has 128-bit global loads; the scalar entry has none (its rows are
+                    not 16-byte aligned)
+    correct         GPU: every variant on every shape within the tolerance of common.check, nothing
+                    written outside C, no NaN from reading past A or B; and after timing, fresh inputs
+                    in the same buffers give the right result again
+    race-free       GPU: compute-sanitizer racecheck finds no hazard on small shapes
+    fast            GPU: at least SPEED_PCT % of the reference kernel's speed, same GPU, same run
+"""
+import os
+from dataclasses import dataclass
+
+# ---------------------------------------------------------------------------------------------
+# Thresholds and shapes (data, not code: change them here)
+# ---------------------------------------------------------------------------------------------
+SPEED_PCT = 75              # a correct kernel at >= 75 % of the reference's speed gets the point
+# M = N = K for the timing: every kernel runs its interior path and the GPU is full. (The grader's
+# tests on a simulated GPU set LAB07_GRADE_TIMING_SIZE small; nothing else should.)
+TIMING_SIZE = int(os.environ.get("LAB07_GRADE_TIMING_SIZE", "2048"))
+TIMING_BUDGET_S = 0.25      # per timing round (common.timing.time_gpu); two rounds each, best ratio kept
+CHECK_ROWS = 256            # rows of C compared with float64 after timing (all of C is scanned for NaN)
+GPU_TIMEOUT_S = 120         # one part's GPU run; a kernel that hangs (a barrier in divergent code) is cut off
+SANITIZER_TIMEOUT_S = 300
+
+# Awkward shapes: 1x1, partial tiles on every side, K not a multiple of BK, tall and skinny, and
+# full interior tiles. Every variant runs every shape its rule allows (vec: K, N multiples of 4).
+FP32_SHAPES = [(1, 1, 1), (17, 33, 9), (64, 4, 37), (130, 260, 100), (257, 129, 513), (128, 130, 128),
+               (300, 200, 8), (96, 384, 1000)]
+FP16_SHAPES = [(1, 1, 8), (17, 33, 16), (130, 260, 104), (257, 129, 512), (128, 136, 128), (300, 200, 40),
+               (96, 385, 1000)]
+# racecheck is slow: two small shapes, several phases each, interior and edge blocks
+SANITIZE_SHAPES = [(130, 260, 104), (33, 65, 24)]
+
+PREDICTION_SIZE = 4096      # the chapter's predictions are for 4096^3
+PREDICTION_FACTOR = 2.0     # a prediction within a factor of 2 of the measurement scores
+
+
+# ---------------------------------------------------------------------------------------------
+# Parts and checks
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    points: int
+    what: str                 # what passing means, in one line
+    kind: str                 # see the module docstring
+    needs_gpu: bool = False
+    requires: str = ""        # a check of the same part that must pass first (else this one fails too)
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    title: str
+    checks: tuple
+    kernel: str = ""          # lab07's table row ("" for questions and predictions)
+    regions: tuple = ()       # solution region ids in that kernel's file
+
+    @property
+    def max_points(self):
+        return sum(c.points for c in self.checks)
+
+    def check(self, name):
+        return next(c for c in self.checks if c.name == name)
+
+
+def _gpu_checks(gate="computes"):
+    """`gate`: the static check that says the part's work is there; a kernel that does nothing is
+    trivially free of races, so race-free needs it (the untouched workspace scores zero)."""
+    return (Check("correct", 3, "right on every shape and variant, and again on fresh inputs after timing",
+                  "correct", needs_gpu=True),
+            Check("race-free", 1, "compute-sanitizer racecheck finds no shared-memory hazard", "race-free",
+                  needs_gpu=True, requires=gate),
+            Check("fast", 1, f"at least {SPEED_PCT} % of the reference's speed at {TIMING_SIZE}³, same run", "fast",
+                  needs_gpu=True, requires="correct"))
+
+
+_COMPUTES_FP32 = Check("computes", 1, "the loop is there: FFMA in every entry point, no FP16 math", "computes-fp32")
+_REGISTERS = Check("registers", 1, "accumulators and operands in registers: no spills, no LDL/STL", "registers",
+                   requires="computes")
+
+CODE_PARTS = [
+    Part("v4", "v4 inner loop: 1D register blocking (section 2)", kernel="v4", regions=("v4-inner-loop",),
+         checks=(_COMPUTES_FP32, _REGISTERS) + _gpu_checks()),
+    Part("v5", "v5 outer product: 8x8 per thread, regM x regN (section 3)", kernel="v5",
+         regions=("v5-outer-product",), checks=(_COMPUTES_FP32, _REGISTERS) + _gpu_checks()),
+    Part("v6", "v6 float4 loads and the transposed A tile (section 4)", kernel="v6",
+         regions=("v6-float4-load", "v6-transposed-store", "v6-float4-operands"),
+         checks=(_COMPUTES_FP32, _REGISTERS,
+                 Check("lds128", 1, "regM and regN come from LDS.128, no narrow LDS", "lds128"),
+                 Check("float4-global", 1, "vec: 128-bit global loads; scalar: none (rows not 16-byte aligned)",
+                       "float4-global")) + _gpu_checks()),
+    Part("v7", "v7 warp-tile indexing (section 5)", kernel="v7", regions=("v7-warp-indices", "v7-strip-operands"),
+         checks=(_COMPUTES_FP32, _REGISTERS,
+                 Check("lds128", 1, "regM and regN come from LDS.128, no narrow LDS", "lds128")) + _gpu_checks()),
+    Part("t2", "t2 fragment loop: 4 A and 2 B fragments, 8 mma_sync per step (section 7)", kernel="t2",
+         regions=("t2-fragment-loop",),
+         checks=(Check("computes", 1, "tensor cores fed from shared memory: HMMA and LDSM", "computes-tensor"),
+                 _REGISTERS) + _gpu_checks()),
+    Part("t3", "t3 cp.async pipeline: prologue, issue-commit-wait, release (section 7)", kernel="t3",
+         regions=("t3-prologue", "t3-issue-and-wait", "t3-release"),
+         checks=(Check("cp-async", 1, "tiles copied with cp.async (LDGSTS) and waited for (DEPBAR), then HMMA",
+                       "cp-async"),
+                 Check("registers", 1, "accumulators and operands in registers: no spills, no LDL/STL", "registers",
+                       requires="cp-async")) + _gpu_checks(gate="cp-async")),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Regions: what `make workspace` leaves where the reference code was
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Region:
+    id: str
+    part: str
+    stub: str = ""            # code kept in place of the region (indented like the marker); "" = none
+    hint: str = ""            # one more TODO line: where the chapter explains it
+
+
+REGIONS = {r.id: r for r in [
+    Region("v4-inner-loop", "v4", hint="Chapter section 2 has the loop. Until then acc stays 0."),
+    Region("v5-outer-product", "v5", hint="Chapter section 3: 16 loads, 64 FMAs per k. Until then acc stays 0."),
+    Region("v6-float4-load", "v6", stub="return make_float4(p[0], p[1], p[2], p[3]);   // placeholder: 4 scalar loads",
+           hint="Chapter section 4: only the vec variant may use a 16-byte load (rows 16-byte aligned)."),
+    Region("v6-transposed-store", "v6", hint="As is [BK][AS_LD]: As[k][m] = A[cRow + m][k0 + k]. Until then As is never written."),
+    Region("v6-float4-operands", "v6", stub="float regM[TM] = {}, regN[TN] = {};   // placeholder: zeros",
+           hint="Chapter section 4 shows the four float4 loads; aRead and bRead point at row 0 of As and Bs."),
+    Region("v7-warp-indices", "v7",
+           stub="const int mOff = 0, nOff = 0;   // placeholder: every thread takes the first block",
+           hint="Chapter section 5 and the lane map in this file's header: WARPS_N, LANES_N, WM, WN, TM, TN."),
+    Region("v7-strip-operands", "v7", stub="float regM[TM] = {}, regN[WNITER * TN] = {};   // placeholder: zeros",
+           hint="Strip w starts w * WSUBN columns right of nOff; aRead, bRead point at row 0 of this stage."),
+    Region("t2-fragment-loop", "t2", hint="Chapter section 7; As_w and Bs_w are this warp's rows and columns. "
+                                          "Until then acc stays 0."),
+    Region("t3-prologue", "t3", hint="Chapter section 7, the main loop of t3, for STAGES buffers."),
+    Region("t3-issue-and-wait", "t3", hint="issue(stage, tile) copies one tile; __pipeline_wait_prior(n), then a barrier."),
+    Region("t3-release", "t3", hint="Who may still read buffer read_stage? Then move read_stage and write_stage on."),
+]}
+
+
+# ---------------------------------------------------------------------------------------------
+# Questions and predictions (their checks come from questions.py: one per question)
+# ---------------------------------------------------------------------------------------------
+
+def questions_part():
+    from .questions import QUESTIONS
+    return Part("questions", "check your understanding (answers.toml [questions])",
+                checks=tuple(Check(q.id, q.points, q.text, "question") for q in QUESTIONS))
+
+
+def predictions_part():
+    from .questions import PREDICTIONS
+    return Part("predictions", f"predictions against measurements at {PREDICTION_SIZE}³ (answers.toml [predictions])",
+                checks=tuple(Check(p.id, 1, p.text, "prediction") for p in PREDICTIONS))
+
+
+def all_parts():
+    return CODE_PARTS + [questions_part(), predictions_part()]
+
+
+def part(name):
+    for p in all_parts():
+        if p.name == name:
+            return p
+    raise KeyError(f"no part {name!r}: choose from {', '.join(p.name for p in all_parts())}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Known-wrong kernels: grading/wrong/*.cu, each the reference file with ONE bug (named in its header)
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Wrong:
+    """`key_check` is the check the bug is about: its reason must name the bug (`reason`)."""
+    file: str                 # under grading/wrong/
+    part: str                 # graded as this part
+    bug: str                  # in a few words
+    lose_here: tuple          # checks that must fail without a GPU (SASS, ptxas)
+    lose_on_gpu: tuple        # checks that must fail on a GPU as well
+    reason: str               # words the reason of the first check it must lose (lose_here, then lose_on_gpu) contains
+    max_diff_lines: int = 4   # code lines (comments and blank lines aside) that differ from the reference
+
+    @property
+    def key_check(self):
+        return (self.lose_here + self.lose_on_gpu + ("",))[0]
+
+
+WRONG = [
+    Wrong("v6_missing_syncthreads.cu", "v6", "no __syncthreads() between the math and the next tile's stores",
+          lose_here=(), lose_on_gpu=("race-free",), reason="racecheck", max_diff_lines=1),
+    Wrong("v4_edge_guard_off_by_one.cu", "v4", "row <= M in the store guard: writes one row past C",
+          lose_here=(), lose_on_gpu=("correct", "fast"), reason="outside C", max_diff_lines=1),
+    Wrong("v6_wrong_transposed_index.cu", "v6", "the transposed store swaps two k rows of each group",
+          lose_here=(), lose_on_gpu=("correct", "fast"), reason="wrong element", max_diff_lines=2),
+    Wrong("v5_reads_past_k.cu", "v5", "the A tile's zero-fill ignores K: reads past the end of a row",
+          lose_here=(), lose_on_gpu=("correct", "fast"), reason="NaN", max_diff_lines=1),
+    Wrong("v6_unaligned_float4.cu", "v6", "float4 global loads in the scalar variant too (rows not 16-byte aligned)",
+          lose_here=("float4-global",), lose_on_gpu=("correct", "fast"), reason="LDG", max_diff_lines=4),
+    Wrong("v5_caches_result.cu", "v5", "skips the work when called again with the same pointers and shape",
+          lose_here=(), lose_on_gpu=("correct", "fast"), reason="after timing", max_diff_lines=30),
+    Wrong("v5_fp16_math.cu", "v5", "multiplies in FP16 where FP32 is asked",
+          lose_here=("computes", "registers"), lose_on_gpu=("correct", "fast"), reason="FP16", max_diff_lines=4),
+    Wrong("v5_acc_in_local_memory.cu", "v5", "acc indexed at run time (a loop not unrolled): local memory",
+          lose_here=("registers",), lose_on_gpu=(), reason="local memory", max_diff_lines=2),
+]

@@ -1,0 +1,162 @@
+"""The checks that need no GPU: compile a student's kernel, read ptxas's report and the SASS.
+
+    student_row(part, source)         lab07's table row for the part, with the student's file as source
+    compile_student(part, source, arch, build_dir) -> Compiled: resources per entry, cubin, or the
+                                      nvcc error line ("does not compile: ...")
+    sass_facts(compiled)              -> {entry: {"families": {...}, "fp16": Counter, "opcodes": Counter}}
+    run_check(kind, compiled, facts)  -> (ok, reason) for the static kinds of parts.py
+    fp16_ops(text)                    -> {kernel: Counter}: FP16 arithmetic and conversions in SASS
+
+The student's kernel is built with the course's own flags (common.build.NVCC_FLAGS) into the
+grader's build folder, never into build/ where `make` puts the reference.
+"""
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from common import build as nvbuild
+from common import sass as sassmod
+from common.errors import CourseError
+
+# FP16 (and BF16) arithmetic and conversions. HFMA2.MMA / HFMA2 with a zero product (`-RZ, RZ`) is how
+# ptxas moves a constant into a register: not math, and every FP32 kernel has some.
+_FP16_BASES = {"HADD2", "HMUL2", "HFMA2", "HSET2", "HSETP2", "HMNMX2", "HMMA", "F2FP", "HADD", "HMUL", "HFMA"}
+_LINE = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(@!?U?P[T0-9]\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\s*([^;]*);")
+_FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
+
+
+def is_fp16_op(op, operands):
+    base, mods = op.split(".")[0], op.split(".")[1:]
+    if base == "F2F":
+        return any(m in ("F16", "BF16") for m in mods)
+    if base not in _FP16_BASES:
+        return False
+    if base.startswith("HFMA"):
+        srcs = [s.strip().lstrip("-|") for s in operands.split(",")[1:3]]
+        if srcs == ["RZ", "RZ"]:          # a constant move
+            return False
+    return True
+
+
+def fp16_ops(text):
+    """{kernel: Counter(op)} of the FP16 arithmetic and conversions in `cuobjdump -sass` text."""
+    out, current = {}, None
+    for line in text.splitlines():
+        m = _FUNC.match(line)
+        if m:
+            current = out.setdefault(m.group(1), Counter())
+            continue
+        m = _LINE.match(line)
+        if current is not None and m and (m.group(1) or "").strip() != "@!PT" and is_fp16_op(m.group(2), m.group(3)):
+            current[m.group(2)] += 1
+    return out
+
+
+def student_row(part, source):
+    """The reference row of lab07's table with another source file: same entries, threads, tile,
+    shared memory, variant choice. The grader launches a student kernel with nothing else."""
+    import lab07
+    return replace(lab07.KERNELS[part.kernel], source=str(source), tag="", defines={})
+
+
+@dataclass
+class Compiled:
+    part: str
+    source: Path
+    row: object = None
+    cubin: Path = None
+    resources: dict = field(default_factory=dict)   # entry -> ptxas resources
+    error: str = ""                                 # one line: why it is not gradable
+
+    @property
+    def ok(self):
+        return not self.error
+
+
+def _error_line(message, source):
+    lines = [l.strip() for l in message.splitlines()]
+    errs = [l for l in lines if re.search(r"\berror\b", l, re.I) and not l.startswith("nvcc failed")]
+    line = errs[0] if errs else (lines[1] if len(lines) > 1 else lines[0])
+    return line.replace(str(Path(source).parent) + "/", "")
+
+
+def compile_student(part, source, arch, build_dir):
+    source = Path(source).resolve()
+    if not source.exists():
+        return Compiled(part.name, source, error=f"{source.name} is missing from the workspace")
+    row = student_row(part, source)
+    cubin = row.cubin(build_dir, arch)
+    try:
+        resources = nvbuild.compile_cubin(source, cubin, arch, row.defines)
+    except CourseError as e:
+        if "not on the PATH" in e.message:
+            raise
+        return Compiled(part.name, source, row, error=f"does not compile: {_error_line(e.message, source)}")
+    missing = [e for e in row.entries.values() if e not in resources]
+    if missing:
+        return Compiled(part.name, source, row, cubin, resources,
+                        error=f"entry point {', '.join(missing)} is missing: keep the extern \"C\" "
+                              f"kernels of {source.name} as they are")
+    return Compiled(part.name, source, row, cubin, resources)
+
+
+def sass_facts(compiled):
+    text = sassmod.disassemble(compiled.cubin)
+    counts, half = sassmod.opcode_counts(text), fp16_ops(text)
+    return {entry: {"families": sassmod.family_counts(counts.get(entry, Counter())),
+                    "opcodes": counts.get(entry, Counter()), "fp16": half.get(entry, Counter())}
+            for entry in compiled.row.entries.values()}
+
+
+def _fmt_ops(counter, n=4):
+    return ", ".join(f"{op} x{c}" for op, c in counter.most_common(n))
+
+
+def run_check(kind, compiled, facts):
+    """(ok, reason) for one static check kind (parts.py's docstring lists them). Entry points with
+    the same problem share one reason: "sgemm_v6_vec, sgemm_v6_scalar: no FFMA: ..."."""
+    found = {}                               # problem -> [entries]
+    for variant, entry in compiled.row.entries.items():
+        for problem in _problems(kind, variant, compiled.resources[entry], facts[entry]):
+            found.setdefault(problem, []).append(entry)
+    reason = "; ".join(f"{', '.join(entries)}: {problem}" for problem, entries in found.items())
+    return not found, reason
+
+
+def _problems(kind, variant, r, facts):
+    f, half = facts["families"], facts["fp16"]
+    if kind == "computes-fp32":
+        if half:
+            return [f"FP16 math in an FP32 kernel: {_fmt_ops(half)}" + ("; and no FFMA" if f["FFMA"] == 0 else "")]
+        return ["no FFMA: the loop that does the math is missing"] if f["FFMA"] == 0 else []
+    if kind == "computes-tensor":
+        if f["HMMA"] == 0:
+            return ["no HMMA: no tensor-core math (mma_sync) is left"]
+        return ["no LDSM: the fragments do not come from shared memory"] if f["LDSM"] == 0 else []
+    if kind == "cp-async":
+        if f["LDGSTS"] == 0:
+            return ["no LDGSTS: no tile is copied with cp.async (is issue() ever called?)"]
+        if f["DEPBAR"] == 0:
+            return ["no DEPBAR: nothing waits for the copies (__pipeline_wait_prior)"]
+        return ["no HMMA: no tensor-core math is left"] if f["HMMA"] == 0 else []
+    if kind == "registers":
+        if r["spill_stores"] or r["spill_loads"]:
+            return [f"spills: {r['spill_stores']} B stored, {r['spill_loads']} B loaded at {r['registers']} registers "
+                    "(ptxas -v)"]
+        if r["stack"] or f["LDL/STL"]:
+            return [f"local memory: a {r['stack']} B stack frame, {f['LDL/STL']} LDL/STL (an array indexed at run "
+                    "time: a loop over acc that is not unrolled?)"]
+        return []
+    if kind == "lds128":
+        if f["LDS.128"] == 0:
+            return ["no 128-bit shared loads (LDS.128): read regM and regN as float4"]
+        return [f"{f['LDS']} narrow shared loads (LDS) besides the LDS.128"] if f["LDS"] else []
+    if kind == "float4-global":
+        if variant == "vec" and f["LDG.128"] == 0:
+            return ["no 128-bit global loads (LDG.E.128): with VEC, load4 must load a float4"]
+        if variant == "scalar" and f["LDG.128"]:
+            return [f"{f['LDG.128']} 128-bit global loads (LDG.E.128) in the variant that runs when K or N is not "
+                    "a multiple of 4: those rows are not 16-byte aligned"]
+        return []
+    raise ValueError(f"not a static check kind: {kind}")

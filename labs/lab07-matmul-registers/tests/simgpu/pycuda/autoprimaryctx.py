@@ -1,0 +1,1 @@
+"""Simulated: there is no context to push."""
