@@ -14,7 +14,9 @@ SETUP  :=
 endif
 export PYTHON
 
-LAB_TARGETS := build bench sass tune selfcheck ncu-table ncu-tensor ncu sanitize
+LAB_TARGETS := build bench sass tune selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest
+# WORKSPACE=path and JSON=file (make workspace, make grade) are relative to where make was started: made absolute
+LAB_VARS := $(if $(WORKSPACE),WORKSPACE=$(abspath $(WORKSPACE))) $(if $(JSON),JSON=$(abspath $(JSON)))
 
 .PHONY: all test $(LAB_TARGETS) clean distclean help
 
@@ -22,6 +24,8 @@ all: build
 
 help:
 	@echo "make test | bench | build | sass | ncu-table | ncu-tensor | ncu KERNEL=v7 | sanitize | tune"
+	@echo "make notebooks (NOTEBOOKS_OUT=dir) | strip-notebooks"
+	@echo "make workspace | grade (WORKSPACE=path, PARTS=v4,v6, NOGPU=1) | grade-selftest: lab 7's graded exercises"
 	@echo "options: ARCH=sm_86 or ARCH=all (build), PYTHON=python3 (use your own environment)"
 
 .venv/.ready: pyproject.toml scripts/setup-venv.sh
@@ -32,10 +36,24 @@ test: $(SETUP)
 	$(PYTHON) -m pytest tests $(LAB)/tests
 
 $(LAB_TARGETS): $(SETUP)
-	@$(MAKE) --no-print-directory -C $(LAB) $@
+	@$(MAKE) --no-print-directory -C $(LAB) $@ $(LAB_VARS)
 
 clean:
 	@$(MAKE) --no-print-directory -C $(LAB) clean
 
 distclean: clean
 	rm -rf .venv
+
+# Notebooks (notebooks/): committed without outputs. `make notebooks` executes each one top to
+# bottom in a kernel of $(PYTHON) (live on a GPU, recorded results without one) and writes the
+# executed copies to NOTEBOOKS_OUT; `make strip-notebooks` removes outputs before a commit.
+NOTEBOOKS_OUT ?= build/notebooks
+
+.PHONY: notebooks strip-notebooks
+
+notebooks: $(SETUP)
+	@$(MAKE) --no-print-directory -C $(LAB) build
+	$(PYTHON) scripts/notebooks.py run --out $(NOTEBOOKS_OUT)
+
+strip-notebooks: $(SETUP)
+	$(PYTHON) scripts/notebooks.py strip

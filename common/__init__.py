@@ -17,4 +17,8 @@
     fragments    which lane holds which element of mma.sync / ldmatrix tiles; the GPU probe's checks
     banks        shared-memory wavefronts and bank conflicts of one warp instruction
     roofline     compute and bandwidth roofs, each kernel's point, the plot
+    records      recorded benchmark JSON read back: tables, charts, comparisons, predictions
+    sass_loops   a kernel's main loop found in SASS, condensed, listings side by side
+    explorers    the text and figures of the hierarchy, fragment and bank explorers
+    notebooks    execute notebooks top to bottom (nbclient), strip their outputs
 """

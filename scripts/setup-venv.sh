@@ -2,6 +2,8 @@
 # Creates .venv with what the course needs: numpy, matplotlib, pytest, the cuobjdump/nvdisasm
 # wheels when the machine has no cuobjdump, and PyCUDA when an NVIDIA driver is present.
 # Called by `make` when .venv is missing or pyproject.toml changed; safe to run again.
+# The Jupyter kernel stack (nbformat, nbclient, ipykernel, ipywidgets) is in pyproject.toml's
+# dependencies: `make test` executes the notebooks with it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${BOOTSTRAP_PYTHON:-python3}

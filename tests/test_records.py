@@ -1,0 +1,81 @@
+"""Bench records read back (common/records.py) on a synthetic record: the tables, the chapter's
+comparisons, the predictions table. No GPU."""
+import json
+
+import pytest
+
+from common import records
+
+H200 = {"name": "NVIDIA H200", "arch": "sm_90", "sms": 132, "sm_clock_max_mhz": 1980, "driver": "580.1",
+        "peaks": {"fp32": 66.9, "fp16_tensor": 1070.5, "note": ""}}
+
+
+def synthetic_record(date="2026-12-01T10:00:00+00:00", commit="0123456789abcdef"):
+    tflops = {("fp32", "cuBLAS"): 50.0, ("fp32", "v5"): 30.0, ("fp32", "v7"): 40.0,
+              ("fp16", "cuBLAS"): 700.0, ("fp16", "t1"): 28.0, ("fp16", "t3"): 280.0}
+    results = []
+    for n in (1024, 4096):
+        for (ladder, k), t in tflops.items():
+            tf = t * (0.5 if n == 1024 else 1.0)
+            base = tflops[(ladder, "cuBLAS")] * (0.5 if n == 1024 else 1.0)
+            results.append({"ladder": ladder, "kernel": k, "variant": "", "size": n, "tflops": tf,
+                            "pct_of_cublas": 100 * tf / base, "pct_of_peak": 10.0, "check": f"PASS {k} {n}^3",
+                            "check_ok": True})
+    return {"what": "lab07-bench", "gpu": H200, "run": {"date": date, "commit": commit, "dirty_tree": False},
+            "sizes": [1024, 4096], "cublas": {"fp32_mode": "SGEMM (TF32 off)", "fp16_mode": "GemmEx FP16"},
+            "results": results}
+
+
+def test_provenance_names_the_gpu_the_date_the_commit_and_the_file(tmp_path):
+    path = tmp_path / "results" / "x.json"
+    text = records.provenance(synthetic_record(), path, root=tmp_path)
+    assert "NVIDIA H200" in text and "sm_90" in text and "2026-12-01" in text and "0123456" in text
+    assert "results/x.json" in text
+
+
+def test_newest_picks_the_latest_recorded_date(tmp_path):
+    for name, date in (("a-bench_1.json", "2026-12-02T00:00:00+00:00"), ("b-bench_2.json", "2026-12-01T00:00:00+00:00")):
+        (tmp_path / name).write_text(json.dumps(synthetic_record(date=date)))
+    rec, path = records.newest(tmp_path)
+    assert path.name == "a-bench_1.json"
+    assert records.newest(tmp_path / "none") == (None, None)
+
+
+def test_ladder_table_lists_the_baseline_first_with_its_math_mode():
+    text = records.ladder_table(synthetic_record(), "fp32")
+    lines = text.splitlines()
+    assert "SGEMM (TF32 off)" in lines[0]
+    assert lines[3].startswith("cuBLAS") and "v7" in text and "t3" not in text
+
+
+def test_series_is_what_the_ladder_chart_draws():
+    series, sizes = records.series(synthetic_record(), "fp16")
+    assert sizes == [1024, 4096] and list(series) == ["cuBLAS", "t1", "t3"]
+    assert series["t3"] == [140.0, 280.0]
+
+
+def test_the_chapters_comparisons():
+    rows = {r["comparison"]: r for r in records.comparisons(synthetic_record())}
+    assert rows["best FP32 kernel (v7) / cuBLAS SGEMM"]["ratio"] == pytest.approx(0.8)
+    assert rows["best FP16 kernel (t3) / cuBLAS HGEMM"]["ratio"] == pytest.approx(0.4)
+    assert rows["cuBLAS HGEMM / cuBLAS SGEMM"]["ratio"] == pytest.approx(14.0)
+
+
+def test_predictions_against_the_record():
+    rows = records.predictions_rows(synthetic_record(), {"v7": 70, "t3": None, records.HGEMM_OVER_SGEMM: 10,
+                                                         "v9": 50})
+    by = {r["quantity"]: r for r in rows}
+    assert by["v7: % of cuBLAS"]["off_by"] == pytest.approx(10.0)
+    assert by["t3: % of cuBLAS"]["off_by"] is None and by["t3: % of cuBLAS"]["measured"] == pytest.approx(40.0)
+    assert by["cuBLAS HGEMM / SGEMM (x)"]["measured"] == pytest.approx(14.0)
+    assert by["v9: % of cuBLAS"]["measured"] is None           # not in the record: shown as '-'
+    assert "no predictions entered" in records.predictions_table(synthetic_record(), {"v7": None})
+
+
+def test_tflops_against_size_has_a_panel_per_ladder():
+    fig = records.tflops_vs_size(synthetic_record())
+    assert len(fig.axes) == 2
+
+
+def test_checks_name_the_ladder():
+    assert records.checks(synthetic_record())[0] == "fp32: PASS cuBLAS 4096^3"
