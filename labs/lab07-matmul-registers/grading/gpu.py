@@ -444,7 +444,8 @@ def _last_line(text):
     return line[:300]
 
 
-_RACE = re.compile(r"Race reported between (\w+) access at (\S+) in (\S+)\s*\n=+\s+and (\w+) access at (\S+) in (\S+?)(?:\s|$)")
+_RACE_FIRST = re.compile(r"Race reported between (\w+) access at (\S+) in (\S+)")
+_RACE_SECOND = re.compile(r"and (\w+) access at (\S+) in (\S+?)(?:\s|$)")
 _LAUNCHED = re.compile(r"^grade-sanitize: (launched|done|FAILED) (\S+)(.*)$", re.M)
 
 
@@ -452,8 +453,16 @@ def attribute_races(text, items):
     """{item id: [one line per race]}: a race belongs to the item whose source file its report names."""
     by_file = {Path(it["source"]).name: it["id"] for it in items}
     out = {}
-    for m in _RACE.finditer(text):
-        kind1, at1, where1, kind2, at2, where2 = m.groups()
+    lines = text.splitlines()
+    for i, first in enumerate(lines):
+        m1 = _RACE_FIRST.search(first)
+        if not m1:
+            continue
+        # the second half is on one of the next lines; the program's own output can land in between
+        m2 = next((m for m in (_RACE_SECOND.search(l) for l in lines[i + 1:i + 6]) if m), None)
+        if not m2:
+            continue
+        (kind1, at1, where1), (kind2, at2, where2) = m1.groups(), m2.groups()
         where1, where2 = Path(where1).name, Path(where2).name
         owner = by_file.get(where1.rsplit(":", 1)[0]) or by_file.get(where2.rsplit(":", 1)[0])
         line = f"{kind1.lower()} at {where1} races with {kind2.lower()} at {where2} ({at1.split('+')[0]})"
@@ -468,6 +477,14 @@ def unread_hazards(text, races):
     found = sanitizer.parse(text, "racecheck")
     total = (found.total_errors or 0) + found.total_warnings
     return max(0, total - sum(len(v) for v in races.values()))
+
+
+def _first_report(text):
+    """The first hazard line racecheck printed, for the reason (', first: ...'), or ''."""
+    for line in text.splitlines():
+        if "Race reported" in line or "hazard detected" in line.lower():
+            return ", first: " + line.strip("= ").strip()[:160]
+    return ""
 
 
 def racecheck_batches(items):
@@ -495,7 +512,11 @@ def racecheck(items, log_dir, timeout=P.SANITIZER_TIMEOUT_S):
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     results = {}
-    for bi, batch in enumerate(racecheck_batches(items)):
+    queue = list(racecheck_batches(items))
+    bi = -1
+    while queue:
+        batch = queue.pop(0)
+        bi += 1
         left, attempt = list(batch), 0
         while left and attempt <= len(batch):
             attempt += 1
@@ -515,6 +536,12 @@ def racecheck(items, log_dir, timeout=P.SANITIZER_TIMEOUT_S):
                                            for n in [unread_hazards(text, races)] if n]
             done = {m.group(2) for m in _LAUNCHED.finditer(text) if m.group(1) == "done"}
             failed = {m.group(2): m.group(3).strip(" :") for m in _LAUNCHED.finditer(text) if m.group(1) == "FAILED"}
+            if unread and len(left) > 1:
+                # hazards this grader cannot tie to a file: run each kernel of the batch on its own,
+                # where any hazard can only be its own (costs a few runs, only when something raced)
+                queue.extend([it] for it in left)
+                left = []
+                break
             progressed = False
             for it in list(left):
                 iid = it["id"]
@@ -524,8 +551,7 @@ def racecheck(items, log_dir, timeout=P.SANITIZER_TIMEOUT_S):
                 elif iid in failed:
                     results[iid] = ("fail", f"crashed under racecheck at {failed[iid]}")
                 elif iid in done and unread:
-                    results[iid] = ("fail", f"racecheck found a race it does not tie to a file ({unread[0]}); "
-                                            f"log: {log}")
+                    results[iid] = ("fail", f"racecheck: {unread[0]}{_first_report(text)}; log: {log}")
                 elif iid in done:
                     results[iid] = ("pass", "")
                 else:

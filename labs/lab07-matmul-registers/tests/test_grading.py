@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -399,6 +400,37 @@ def test_races_are_tied_to_the_kernel_whose_file_the_report_names():
     fixture = (LAB / "tests" / "fixtures" / "sanitizer_racecheck_broken.txt")
     if fixture.exists():               # real racecheck output: the same report shape
         assert gpumod.attribute_races(fixture.read_text(), [{"id": "b", "source": "/x/broken_kernels.cu"}])["b"]
+
+
+def test_a_race_report_split_by_the_programs_own_output_is_still_read():
+    text = ("========= Error: Race reported between Write access at k+0xa0 in v6_missing_syncthreads.cu:170\n"
+            "grade-sanitize: done 1-v6\n"
+            "=========     and Read access at k+0xb0 in v6_missing_syncthreads.cu:185 [256 hazards]\n")
+    races = gpumod.attribute_races(text, [{"id": "1-v6", "source": "/w/v6_missing_syncthreads.cu"}])
+    assert list(races) == ["1-v6"]
+
+
+def test_hazards_nobody_can_read_send_each_kernel_to_racecheck_alone(monkeypatch, tmp_path):
+    """A batch whose summary counts hazards that no report line explains is split: each kernel is
+    run alone, so the racy one fails and the clean ones pass (no kernel is blamed for another)."""
+    items = [{"id": "1-v4", "source": "/r/v4_1d_blocktiling.cu"}, {"id": "2-v6", "source": "/w/v6_bad.cu"}]
+    calls = []
+
+    def fake_run(argv, **kw):
+        spec = json.loads(Path(argv[argv.index("--spec") + 1]).read_text())
+        ids = [it["id"] for it in spec["items"]]
+        calls.append(ids)
+        racy = "2-v6" in ids
+        out = "".join(f"grade-sanitize: done {i}\n" for i in ids)
+        out += f"========= RACECHECK SUMMARY: {3 if racy else 0} hazards displayed ({3 if racy else 0} errors, 0 warnings)\n"
+        return SimpleNamespace(stdout=out, stderr="", returncode=1 if racy else 0)
+
+    from common import sanitizer
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: "compute-sanitizer")
+    monkeypatch.setattr(gpumod.subprocess, "run", fake_run)
+    res = gpumod.racecheck(items, tmp_path)
+    assert calls == [["1-v4", "2-v6"], ["1-v4"], ["2-v6"]]
+    assert res["1-v4"][0] == "pass" and res["2-v6"][0] == "fail"
 
 
 def test_racecheck_batches_never_hold_two_files_of_one_name():
