@@ -31,12 +31,24 @@ def run(args):
         if missing:
             print(f"no such notebook: {', '.join(sorted(missing))}", file=sys.stderr)
             return 2
-    print(notebooks.python_note())
+    if not args.quiet:
+        print(notebooks.python_note(), flush=True)
     failed = 0
-    for p in paths:
-        result = notebooks.execute(p, out_dir=args.out, timeout=args.timeout)
-        print(result, flush=True)
-        failed += not result.ok
+    if len(paths) > 1:
+        # one process per notebook: on the H200 (Python 3.12), a second notebook executed in the
+        # process that ran the first hung at kernel start after the first kernel's event loop closed
+        import subprocess
+        for p in paths:
+            argv = [sys.executable, __file__, "run", "--quiet", "--timeout", str(args.timeout),
+                    *(["--out", str(args.out)] if args.out else []), p.stem]
+            failed += subprocess.run(argv).returncode != 0
+    else:
+        for p in paths:
+            result = notebooks.execute(p, out_dir=args.out, timeout=args.timeout)
+            print(result, flush=True)
+            failed += not result.ok
+    if args.quiet:
+        return 1 if failed else 0
     if args.out:
         print(f"executed copies: {args.out}")
     print(f"{len(paths) - failed} of {len(paths)} notebooks ran top to bottom")
@@ -66,6 +78,7 @@ def main():
     p.add_argument("names", nargs="*", help="notebook names (default: all)")
     p.add_argument("--out", default=None, help="folder for the executed copies")
     p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    p.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)   # one of several: no header/footer
     p = sub.add_parser("strip", help="remove outputs before a commit")
     p.add_argument("--check", action="store_true", help="only report; exit 1 if any notebook has outputs")
     args = parser.parse_args()

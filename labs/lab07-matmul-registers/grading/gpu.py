@@ -444,8 +444,10 @@ def _last_line(text):
     return line[:300]
 
 
-_RACE_FIRST = re.compile(r"Race reported between (\w+) access at (\S+) in (\S+)")
-_RACE_SECOND = re.compile(r"and (\w+) access at (\S+) in (\S+?)(?:\s|$)")
+# "... Write access at void sgemm_v6_body<(bool)1>(int, int, ...)+0xba0 in v6_vectorized.cu:178": the
+# function is printed with its signature (spaces and all), so the file is the last " in " before "file:line"
+_RACE_FIRST = re.compile(r"Race reported between (\w+) access at (.+?) in (\S+:\d+)")
+_RACE_SECOND = re.compile(r"and (\w+) access at (.+?) in (\S+:\d+)")
 _LAUNCHED = re.compile(r"^grade-sanitize: (launched|done|FAILED) (\S+)(.*)$", re.M)
 
 
@@ -465,7 +467,9 @@ def attribute_races(text, items):
         (kind1, at1, where1), (kind2, at2, where2) = m1.groups(), m2.groups()
         where1, where2 = Path(where1).name, Path(where2).name
         owner = by_file.get(where1.rsplit(":", 1)[0]) or by_file.get(where2.rsplit(":", 1)[0])
-        line = f"{kind1.lower()} at {where1} races with {kind2.lower()} at {where2} ({at1.split('+')[0]})"
+        func = re.match(r"(?:void\s+)?([\w:]+(?:<[^>]*>)?)", at1.split("+")[0])
+        line = (f"{kind1.lower()} at {where1} races with {kind2.lower()} at {where2}"
+                f" ({func.group(1) if func else at1.split('+')[0]})")
         out.setdefault(owner, []).append(line)
     return out
 

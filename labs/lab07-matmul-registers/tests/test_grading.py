@@ -410,6 +410,21 @@ def test_a_race_report_split_by_the_programs_own_output_is_still_read():
     assert list(races) == ["1-v6"]
 
 
+def test_a_real_h200_racecheck_batch_blames_only_the_kernel_without_its_barrier():
+    """Recorded on the H200: the reference kernels and the known-wrong ones in one racecheck run.
+    racecheck prints the function with its signature ("void sgemm_v6_body<(bool)1>(int, ...)")."""
+    text = (LAB / "tests" / "fixtures" / "grader_racecheck_batch_h200.txt").read_text()
+    wrong = LAB / "grading" / "wrong"
+    items = ([{"id": f"0-{p}", "source": f"/ref/{f}"} for p, f in
+              [("v4", "v4_1d_blocktiling.cu"), ("v5", "v5_2d_blocktiling.cu"), ("v6", "v6_vectorized.cu"),
+               ("v7", "v7_warptiling.cu"), ("t2", "t2_wmma_smem.cu"), ("t3", "t3_wmma_cp_async.cu")]]
+             + [{"id": f"w-{f.stem}", "source": str(f)} for f in sorted(wrong.glob("*.cu"))])
+    races = gpumod.attribute_races(text, items)
+    assert list(races) == ["w-v6_missing_syncthreads"]
+    assert gpumod.unread_hazards(text, races) == 0
+    assert "(sgemm_v6_body<(bool)1>)" in races["w-v6_missing_syncthreads"][0]
+
+
 def test_hazards_nobody_can_read_send_each_kernel_to_racecheck_alone(monkeypatch, tmp_path):
     """A batch whose summary counts hazards that no report line explains is split: each kernel is
     run alone, so the racy one fails and the clean ones pass (no kernel is blamed for another)."""
