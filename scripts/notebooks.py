@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from common import notebooks            # noqa: E402
+
+NOTEBOOK_LIMIT_S = 300   # one notebook, all cells: the walkthrough measures live in about 25 s on an H200
 from common.errors import user_errors   # noqa: E402
 
 
@@ -41,7 +43,12 @@ def run(args):
         for p in paths:
             argv = [sys.executable, __file__, "run", "--quiet", "--timeout", str(args.timeout),
                     *(["--out", str(args.out)] if args.out else []), p.stem]
-            failed += subprocess.run(argv).returncode != 0
+            try:
+                failed += subprocess.run(argv, timeout=NOTEBOOK_LIMIT_S).returncode != 0
+            except subprocess.TimeoutExpired:
+                failed += 1
+                print(f"FAIL {p.name}: still running after {NOTEBOOK_LIMIT_S} s: stopped (run it alone with "
+                      f"`python3 scripts/notebooks.py run {p.stem}` to see where it waits)", flush=True)
     else:
         for p in paths:
             result = notebooks.execute(p, out_dir=args.out, timeout=args.timeout)
