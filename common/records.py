@@ -95,17 +95,26 @@ def ladder_table(record, ladder):
             row[f"tf{n}"] = _value(record, ladder, k, n, "tflops")
             row[f"pc{n}"] = _value(record, ladder, k, n, "pct_of_cublas")
         row["peak"] = _value(record, ladder, k, ns[-1], "pct_of_peak")
+        spreads = [_value(record, ladder, k, n, "spread_pct") for n in ns]
+        row["spread"] = max(spreads) if None not in spreads else None
         oks = [_value(record, ladder, k, n, "check_ok") for n in ns]
         row["ok"] = "-" if all(o is None for o in oks) else ("PASS" if all(oks) else "FAIL")
         rows.append(row)
     cols = [("kernel", "kernel", "")]
     for n in ns:
         cols += [(f"tf{n}", f"{n}³ TFLOP/s", ".1f"), (f"pc{n}", "% cuBLAS", ".1f")]
-    cols += [("peak", f"% peak@{ns[-1]}", ".1f"), ("ok", "check", "")]
+    cols += [("peak", f"% peak@{ns[-1]}", ".1f")]
+    if any(r["spread"] is not None for r in rows):
+        cols += [("spread", "spread %", ".1f")]          # (p90 - p10) / median of the timed runs
+    cols += [("ok", "check", "")]
     modes = record.get("cublas", {})
     mode = modes.get("fp32_mode" if ladder == "fp32" else "fp16_mode", "cuBLAS")
-    peak = (record.get("gpu", {}).get("peaks") or {}).get("fp32" if ladder == "fp32" else "fp16_tensor")
-    title = f"{LADDER_TITLES.get(ladder, ladder)}; baseline {mode}" + (f"; peak {peak:.1f} TFLOP/s" if peak else "")
+    peaks = record.get("gpu", {}).get("peaks") or {}
+    peak = peaks.get("fp32" if ladder == "fp32" else "fp16_tensor")
+    title = f"{LADDER_TITLES.get(ladder, ladder)}; baseline {mode}" + \
+        (f"; peak {peak:.1f} TFLOP/s" if peak else "; no peak table for this GPU")
+    if ladder == "fp16" and peak and peaks.get("note"):
+        title += f" ({peaks['note']})"
     return report.table(rows, cols, title=title)
 
 

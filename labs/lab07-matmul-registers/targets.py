@@ -2,6 +2,7 @@
 table and writes its full data to a file (reports/ for build and sass, results/ for timings)."""
 import datetime
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -104,7 +105,8 @@ def _slug(name):
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def bench(args, kernels_by_ladder=None, sizes=None, stem="lab07-bench"):
+def bench(args, kernels_by_ladder=None, sizes=None, stem="lab07-bench", out_dir=None):
+    """Time both ladders against cuBLAS; the record and charts go to out_dir (default results/)."""
     from common.cublas import Cublas
     from common.device import gpu_facts
     from common.timing import L2Flusher, time_gpu
@@ -164,66 +166,52 @@ def bench(args, kernels_by_ladder=None, sizes=None, stem="lab07-bench"):
                                 "tflops": tf, "pct_of_peak": 100 * tf / peak if peak else None,
                                 "pct_of_cublas": 100 * cublas_ms / t.median_ms, "check": str(v), "check_ok": v.ok})
             a.free(); b.free(); c.free()
-    _bench_report(results, facts, sizes, ladders, blas, failures, stem)
+    _bench_report(results, facts, sizes, ladders, blas, failures, stem, out_dir or RESULTS_DIR)
     if failures:
         raise CourseError("some results were wrong after timing:\n  " + "\n  ".join(failures),
                           hint="run `make test` for the kernel that failed")
     return results
 
 
-def _bench_report(results, facts, sizes, ladders, blas, failures, stem):
+def _bench_report(results, facts, sizes, ladders, blas, failures, stem, out_dir):
+    """Print the tables (common/records.py formats them, for the notebooks too), write the JSON
+    record and the charts."""
+    from common import records
     from common.cublas import Cublas
     from common.plots import ladder_chart
     info = report.run_info(lab07.LAB)
-    p = facts["peaks"]
-    print(f"\nGPU: {facts['name']} ({facts['arch']}), {facts['sms']} SMs, max {facts['sm_clock_max_mhz']:.0f} MHz, "
-          f"driver {facts.get('driver', '?')}; commit {info['commit'][:10]}{' (uncommitted changes)' if info['dirty_tree'] else ''}")
-    by = {(r["ladder"], r["kernel"], r["size"]): r for r in results}
-    for ladder in ladders:
-        names = ["cuBLAS"] + [k.name for k in ladders[ladder]]
-        peak = p["fp32"] if ladder == "fp32" else p["fp16_tensor"]
-        mode = Cublas.SGEMM_MODE if ladder == "fp32" else Cublas.HGEMM_MODE
-        rows = []
-        for nm in names:
-            row = {"kernel": nm}
-            for n in sizes:
-                r = by[(ladder, nm, n)]
-                row[f"tf{n}"], row[f"pc{n}"] = r["tflops"], r["pct_of_cublas"]
-            last = by[(ladder, nm, sizes[-1])]
-            row["peak"] = last["pct_of_peak"]
-            row["spread"] = max(by[(ladder, nm, n)]["spread_pct"] for n in sizes)
-            row["ok"] = "PASS" if all(by[(ladder, nm, n)]["check_ok"] for n in sizes) else "FAIL"
-            rows.append(row)
-        cols = [("kernel", "kernel", "")]
-        for n in sizes:
-            cols += [(f"tf{n}", f"{n}³ TFLOP/s", ".1f"), (f"pc{n}", "% cuBLAS", ".1f")]
-        cols += [("peak", f"% peak@{sizes[-1]}", ".1f"), ("spread", "spread %", ".1f"), ("ok", "check", "")]
-        title = ("\nFP32 SGEMM" if ladder == "fp32" else "\nFP16 in, FP32 accumulate (tensor cores)") + \
-            f"; baseline {mode}; peak {peak:.1f} TFLOP/s" if peak else " (no peak table for this GPU)"
-        if ladder == "fp16":
-            title += f" ({p['note']})"
-        print(report.table(rows, cols, title=title))
-    if "fp32" in ladders and "fp16" in ladders:
-        ratios = "  ".join(f"{n}³: {by[('fp16', 'cuBLAS', n)]['tflops'] / by[('fp32', 'cuBLAS', n)]['tflops']:.1f}x"
-                           for n in sizes)
-        print(f"\ncuBLAS HGEMM / cuBLAS SGEMM (what FP16 inputs are worth): {ratios}")
     day = datetime.date.today().isoformat()
-    base = RESULTS_DIR / f"{stem}_{_slug(facts['name'])}_{day}_{info['commit'][:7]}"
     record = {"what": stem, "gpu": facts, "run": info, "sizes": sizes,
               "cublas": {"library": blas.path, "version": blas.version,
                          "fp32_mode": Cublas.SGEMM_MODE, "fp16_mode": Cublas.HGEMM_MODE},
               "timing": "CUDA events, 3 warm-ups, median of 10-50 repetitions, L2 flushed before each",
               "results": results, "failures": failures}
+    print(f"\nGPU: {facts['name']} ({facts['arch']}), {facts['sms']} SMs, max {facts['sm_clock_max_mhz']:.0f} MHz, "
+          f"driver {facts.get('driver', '?')}; commit {info['commit'][:10]}{' (uncommitted changes)' if info['dirty_tree'] else ''}")
+    for ladder in ladders:
+        print("\n" + records.ladder_table(record, ladder))
+    if "fp32" in ladders and "fp16" in ladders:
+        ratios = "  ".join(f"{n}³: {records.result(record, 'fp16', 'cuBLAS', n)['tflops'] / records.result(record, 'fp32', 'cuBLAS', n)['tflops']:.1f}x"
+                           for n in sizes)
+        print(f"\ncuBLAS HGEMM / cuBLAS SGEMM (what FP16 inputs are worth): {ratios}")
+    base = Path(out_dir) / f"{stem}_{_slug(facts['name'])}_{day}_{info['commit'][:7]}"
     path = report.write_json(base.with_suffix(".json"), record)
     charts = []
     for ladder in ladders:
-        names = ["cuBLAS"] + [k.name for k in ladders[ladder]]
-        series = {nm: [by[(ladder, nm, n)]["tflops"] for n in sizes] for nm in names}
-        peak = p["fp32"] if ladder == "fp32" else p["fp16_tensor"]
-        charts.append(ladder_chart(series, sizes, f"{base}_{ladder}.png", baseline="cuBLAS",
+        series, ns = records.series(record, ladder)
+        peak = facts["peaks"]["fp32" if ladder == "fp32" else "fp16_tensor"]
+        charts.append(ladder_chart(series, ns, f"{base}_{ladder}.png", baseline=records.BASELINE,
                                    title=f"Lab 7 {ladder.upper()} ladder on {facts['name']} ({day})",
                                    ceiling=("peak", peak) if peak else None))
-    print(f"full data: {path.relative_to(lab07.LAB)}; charts: {', '.join(str(c.relative_to(lab07.LAB)) for c in charts)}")
+    print(f"full data: {_shown(path)}; charts: {', '.join(_shown(c) for c in charts)}")
+
+
+def _shown(path):
+    """A path as the student finds it from the lab folder."""
+    try:
+        return str(path.relative_to(lab07.LAB))
+    except ValueError:
+        return str(path)
 
 
 # --- make tune -------------------------------------------------------------------------------

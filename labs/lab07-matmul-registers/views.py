@@ -175,17 +175,13 @@ def measure(sizes=(1024, 2048, 4096)):
     import targets
     NOTEBOOK_DIR.mkdir(parents=True, exist_ok=True)
     log = io.StringIO()
-    saved = targets.RESULTS_DIR
-    targets.RESULTS_DIR = NOTEBOOK_DIR           # targets.bench writes under its module's RESULTS_DIR
     try:
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             targets.bench(Namespace(ladder="both", sizes=",".join(map(str, sizes))), sizes=list(sizes),
-                          stem="lab07-notebook")
+                          stem="lab07-notebook", out_dir=NOTEBOOK_DIR)
     except BaseException:
         print(log.getvalue())
         raise
-    finally:
-        targets.RESULTS_DIR = saved
     return records.newest(NOTEBOOK_DIR, "lab07-notebook_*.json")
 
 

@@ -67,15 +67,14 @@ def test_measure_writes_to_reports_not_results(monkeypatch, tmp_path):
     monkeypatch.setattr(views, "NOTEBOOK_DIR", tmp_path / "notebook")
     seen = {}
 
-    def fake_bench(args, kernels_by_ladder=None, sizes=None, stem="lab07-bench"):
-        seen["dir"] = targets.RESULTS_DIR
+    def fake_bench(args, kernels_by_ladder=None, sizes=None, stem="lab07-bench", out_dir=None):
+        seen["dir"] = out_dir
         print("a table nobody sees")
-        (targets.RESULTS_DIR / f"{stem}_gpu_2026-12-01_abc.json").write_text(json.dumps(
+        (out_dir / f"{stem}_gpu_2026-12-01_abc.json").write_text(json.dumps(
             {"gpu": {"name": "fake"}, "run": {"date": "2026-12-01"}, "sizes": sizes, "results": []}))
     monkeypatch.setattr(targets, "bench", fake_bench)
-    before = targets.RESULTS_DIR
     record, path = views.measure([256])
-    assert seen["dir"] == tmp_path / "notebook" and targets.RESULTS_DIR == before
+    assert seen["dir"] == tmp_path / "notebook"
     assert record["sizes"] == [256] and path.parent == tmp_path / "notebook"
 
 
