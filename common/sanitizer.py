@@ -37,7 +37,8 @@ _PREFIX = re.compile(r"^========= ?(.*)$")
 _ERROR_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?\b")
 _NOT_PRINTED = re.compile(r"(\d+) errors? (?:was|were) not printed")
 _RACE_SUMMARY = re.compile(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
-_AT_FUNCTION = re.compile(r"\bat (?:0x[0-9a-fA-F]+ in )?([A-Za-z_][\w:<>]*)\+0x[0-9a-fA-F]+")
+# 'at NAME+0x..', 'at 0x.. in NAME+0x..', and racecheck's 'at void NAME<...>(int, ...)+0x..'
+_AT_FUNCTION = re.compile(r"\bat (?:0x[0-9a-fA-F]+ in )?(?:void )?([A-Za-z_][\w:]*)(?:<[^>]*>)?(?:\([^)]*\))?\+0x[0-9a-fA-F]+")
 # Unindented lines that are not a finding
 _INFO = ("COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY", "LEAK SUMMARY", "Target application",
          "Process ID", "This tool", "Note:", "Saved host backtrace", "Printing limit")
@@ -150,21 +151,31 @@ def _reports(text):
     return [(kind, "\n".join(lines)) for kind, lines in reports], summaries
 
 
-def owner(report, kernels):
-    """The kernel a report belongs to: the first of `kernels` it names, else any 'at NAME+0x..'."""
+_IN_FILE = re.compile(r"\bin (?:\S*/)?([\w.-]+\.cuh?):(\d+)")
+
+
+def owner(report, kernels, files=None):
+    """The kernel a report belongs to: the first of `kernels` it names; else, when the finding is
+    in a device function that is not an entry point (racecheck prints e.g. 'at void
+    sgemm_v6_body<(bool)1>(int, ...)+0xba0 in v6_vectorized.cu:178'), the label `files` gives its
+    source file (the log has the lines); else any 'at NAME+0x..'."""
     for k in kernels:
         if re.search(rf"(?<![\w]){re.escape(k)}(?![\w])", report):
             return k
+    m = _IN_FILE.search(report)
+    if m and files and m.group(1) in files:
+        return f"{files[m.group(1)]} ({m.group(1)})"
     m = _AT_FUNCTION.search(report)
     return m.group(1) if m else None
 
 
-def parse(text, tool, kernels=()):
-    """Findings of one sanitizer run: its whole output (stdout and stderr) as text."""
+def parse(text, tool, kernels=(), files=None):
+    """Findings of one sanitizer run: its whole output (stdout and stderr) as text. `files` maps a
+    source file name to the kernel it holds, for reports that name no entry point."""
     found = Findings(tool)
     reports, summaries = _reports(text)
     for kind, report in reports:
-        (found.warnings if kind == "warning" else found.errors)[owner(report, kernels)] += 1
+        (found.warnings if kind == "warning" else found.errors)[owner(report, kernels, files)] += 1
     not_printed = 0
     for line in summaries:
         m = _RACE_SUMMARY.search(line)

@@ -65,3 +65,17 @@ def test_a_report_is_owned_by_the_first_known_kernel_it_names():
     assert sanitizer.owner(report, ["sgemm_v6", "sgemm_v6_vec"]) == "sgemm_v6_vec"   # whole names only
     assert sanitizer.owner(report, ["hgemm_t3"]) == "sgemm_v6_vec"                   # any 'at NAME+0x..'
     assert sanitizer.owner("Invalid __global__ write of size 4 bytes", ["k"]) is None
+
+
+def test_a_race_in_a_device_function_is_owned_by_its_source_file():
+    """Recorded on the H200 (the grader's racecheck batch): racecheck names the templated body
+    `void sgemm_v6_body<(bool)1>(int, ...)`, not the entry point; the file tells whose it is."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "labs" / "lab07-matmul-registers" / "tests" / "fixtures"
+            / "grader_racecheck_batch_h200.txt").read_text()
+    found = sanitizer.parse(text, "racecheck", ["sgemm_v6_vec", "sgemm_v6_scalar"],
+                            {"v6_missing_syncthreads.cu": "v6"})
+    assert set(found.errors) == set(found.warnings) == {"v6 (v6_missing_syncthreads.cu)"}
+    assert found.total_errors == sum(found.errors.values()) == 3
+    without_files = sanitizer.parse(text, "racecheck", ["sgemm_v6_vec"])
+    assert set(without_files.errors) == {"sgemm_v6_body"}

@@ -509,7 +509,8 @@ def sanitize(args):
         text = proc.stdout + proc.stderr
         log = SANITIZE_DIR / f"{tool}_{arch}{_scope(names)}.txt"
         log.write_text(f"$ {' '.join(argv)}\n# exit status {proc.returncode}\n{text}")
-        results[tool] = (sanitizer.parse(text, tool, entries), launched_entries(text), proc.returncode,
+        results[tool] = (sanitizer.parse(text, tool, entries, {k.source: k.name for k in kernels}),
+                         launched_entries(text), proc.returncode,
                          str(log.relative_to(LAB)))
     report.progress(len(sanitizer.TOOLS), len(sanitizer.TOOLS), "compute-sanitizer: done")
     rows, problems = summarize(plan, results)
