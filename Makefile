@@ -1,10 +1,9 @@
 # The matmul lab course. The README's two commands:
-#   make test     set up .venv (first time), build every kernel, run every test
-#   make bench    the benchmark tables of lab 7, against cuBLAS
-# Every lab target is reachable from here: make sass, make ncu-table, make ncu-tensor, ...
+#   make test     set up .venv (first time), build every lab's kernels, run every test
+#   make bench    every lab's benchmark tables, against cuBLAS of the same precision
+# Every lab target is reachable from here and runs for every lab, or for one: LAB=lab07 (a name or
+# a folder under labs/). `make help` lists the targets; mk/lab.mk defines them.
 # With your own Python environment: make test PYTHON=python3   (no .venv is made)
-
-LAB ?= labs/lab07-matmul-registers
 
 ifeq ($(origin PYTHON),undefined)
 PYTHON := $(CURDIR)/.venv/bin/python
@@ -13,33 +12,41 @@ else
 SETUP  :=
 endif
 export PYTHON
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
+
+ALL_LABS := $(patsubst %/lab.py,%,$(sort $(wildcard labs/*/lab.py)))
+LABS := $(if $(LAB),$(or $(filter labs/$(LAB)%,$(ALL_LABS)),$(filter $(LAB:/=),$(ALL_LABS)),$(error no lab matches LAB=$(LAB); labs: $(notdir $(ALL_LABS)))),$(ALL_LABS))
 
 LAB_TARGETS := build bench sass tune selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest
-# WORKSPACE=path and JSON=file (make workspace, make grade) are relative to where make was started: made absolute
+# WORKSPACE=path and JSON=file are relative to where make was started: made absolute
 LAB_VARS := $(if $(WORKSPACE),WORKSPACE=$(abspath $(WORKSPACE))) $(if $(JSON),JSON=$(abspath $(JSON)))
 
-.PHONY: all test $(LAB_TARGETS) clean distclean help
+.PHONY: all test $(LAB_TARGETS) clean distclean help labs
 
 all: build
 
 help:
-	@echo "make test | bench | build | sass | ncu-table | ncu-tensor | ncu KERNEL=v7 | sanitize | tune"
-	@echo "make notebooks (NOTEBOOKS_OUT=dir) | strip-notebooks"
-	@echo "make workspace | grade (WORKSPACE=path, PARTS=v4,v6, NOGPU=1) | grade-selftest: lab 7's graded exercises"
-	@echo "options: ARCH=sm_86 or ARCH=all (build), PYTHON=python3 (use your own environment)"
+	@echo "make test | bench | build | sass | tune | ncu-table | ncu-tensor | ncu KERNEL=name | sanitize"
+	@echo "make workspace | grade (WORKSPACE=path, PARTS=.., NOGPU=1) | grade-selftest: the graded exercises"
+	@echo "make notebooks (NOTEBOOKS_OUT=dir) | strip-notebooks | labs"
+	@echo "options: LAB=lab07 (one lab), ARCH=sm_86 or ARCH=all (build), PYTHON=python3 (your own environment)"
+	@echo "labs: $(notdir $(ALL_LABS))"
+
+labs:
+	@for d in $(ALL_LABS); do echo $$d; done
 
 .venv/.ready: pyproject.toml scripts/setup-venv.sh
 	@scripts/setup-venv.sh
 
 test: $(SETUP)
-	@$(MAKE) --no-print-directory -C $(LAB) build
-	$(PYTHON) -m pytest tests $(LAB)/tests
+	@for d in $(LABS); do $(MAKE) --no-print-directory -C $$d build || exit 1; done
+	$(PYTHON) -m pytest $(if $(LAB),$(addsuffix /tests,$(LABS)),tests labs)
 
 $(LAB_TARGETS): $(SETUP)
-	@$(MAKE) --no-print-directory -C $(LAB) $@ $(LAB_VARS)
+	@for d in $(LABS); do echo "== $$d: make $@"; $(MAKE) --no-print-directory -C $$d $@ $(LAB_VARS) || exit 1; done
 
 clean:
-	@$(MAKE) --no-print-directory -C $(LAB) clean
+	@for d in $(ALL_LABS); do $(MAKE) --no-print-directory -C $$d clean; done
 
 distclean: clean
 	rm -rf .venv
@@ -52,7 +59,7 @@ NOTEBOOKS_OUT ?= build/notebooks
 .PHONY: notebooks strip-notebooks
 
 notebooks: $(SETUP)
-	@$(MAKE) --no-print-directory -C $(LAB) build
+	@for d in $(LABS); do $(MAKE) --no-print-directory -C $$d build || exit 1; done
 	$(PYTHON) scripts/notebooks.py run --out $(NOTEBOOKS_OUT)
 
 strip-notebooks: $(SETUP)

@@ -2,7 +2,10 @@
 
     ALL_ARCHS                      the architectures the course supports
     resolve_archs(arch)            'sm_86' / 'all' / None (the GPU's own, else all) -> list
-    compile_cubin(src, out, arch, defines) -> {kernel: resources}; rebuilds only when stale
+    compile_cubin(src, out, arch, defines, flags, include_dirs) -> {kernel: resources}; rebuilds
+                                   only when stale: the source, a header it includes ("..."), the
+                                   defines, the flags or the include directories changed
+    included_headers(src, include_dirs)  the quoted #include files a source reads, recursively
     parse_ptxas(text)              -> {kernel: {"registers", "spill_stores", "spill_loads",
                                                 "smem", "stack", "barriers"}}
 """
@@ -76,28 +79,56 @@ def parse_ptxas(text):
     return kernels
 
 
-def _stamp(src, arch, defines):
-    return {"source_mtime": os.path.getmtime(src), "arch": arch, "defines": defines,
-            "flags": NVCC_FLAGS}
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 
 
-def compile_cubin(src, out, arch, defines=None, force=False):
+def included_headers(src, include_dirs=()):
+    """Every file a source includes with #include "..." (found beside the including file or in
+    include_dirs), recursively. Angle-bracket headers (CUDA's, a library's) are not followed: their
+    version is part of the stamp through the include directory's path."""
+    seen, todo = [], [Path(src)]
+    while todo:
+        f = todo.pop()
+        try:
+            text = f.read_text(errors="replace")
+        except OSError:
+            continue
+        for name in _INCLUDE.findall(text):
+            for d in (f.parent, *map(Path, include_dirs)):
+                cand = (d / name).resolve()
+                if cand.exists():
+                    if cand not in seen:
+                        seen.append(cand)
+                        todo.append(cand)
+                    break
+    return seen
+
+
+def _stamp(src, arch, defines, flags, include_dirs):
+    files = [Path(src), *included_headers(src, include_dirs)]
+    return {"sources": {str(f): os.path.getmtime(f) for f in files}, "arch": arch, "defines": defines,
+            "flags": NVCC_FLAGS + list(flags), "include_dirs": [str(d) for d in include_dirs]}
+
+
+def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_dirs=()):
     """Compile `src` to `out` (a .cubin) for `arch`; the ptxas report is kept beside it as .json.
 
-    Skips the compile when the cubin is newer than the source and was built with the same
-    flags. Returns the parsed ptxas resources per kernel. Raises CourseError on a compile error.
+    Skips the compile when the cubin was built from the same source and headers (their mtimes), with
+    the same defines, flags and include directories. Returns the parsed ptxas resources per kernel.
+    Raises CourseError on a compile error.
     """
     src, out = Path(src), Path(out)
     defines = dict(defines or {})
+    include_dirs = [str(d) for d in include_dirs]
     meta = out.with_suffix(".json")
-    stamp = _stamp(src, arch, defines)
+    stamp = _stamp(src, arch, defines, flags, include_dirs)
     if not force and out.exists() and meta.exists():
         saved = json.loads(meta.read_text())
         if saved.get("stamp") == stamp:
             return saved["kernels"]
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [find_nvcc(), *NVCC_FLAGS, f"-arch={arch}", *[f"-D{k}={v}" for k, v in defines.items()],
-           "-o", str(out), str(src)]
+    cmd = [find_nvcc(), *NVCC_FLAGS, *flags, f"-arch={arch}", *[f"-I{d}" for d in include_dirs],
+           *[f"-D{k}={v}" for k, v in defines.items()], "-o", str(out), str(src)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     out.with_suffix(".ptxas.log").write_text(" ".join(cmd) + "\n" + log)

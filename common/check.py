@@ -2,26 +2,12 @@
 
     random_matrix(rows, cols, dtype, rng)   fresh uniform(-1, 1) data (never zeros)
     reference(A, B)                   -> (A.B, |A|.|B|) in float64, from the inputs as given
-    tolerance(K, abs_ref, kind)       -> per-element bound; kind "fp32" (FFMA) or "fp16_tensor"
+    tolerance(K, abs_ref, precision)  -> per-element bound (common.precision says why)
     compare(C, ref, tol, label)       -> Verdict(ok, worst, bad, ...); str(v) is the verdict line
     NAN_BITS                          the 32-bit pattern outputs are poisoned with before a run
 
-Why these tolerances. For any order of summation, a length-K dot product computed in floating
-point with unit roundoff u obeys |fl(x.y) - x.y| <= gamma_K |x|.|y|, gamma_K = K u / (1 - K u)
-(Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., eq. 3.5): one rounding per
-multiply-add at most, wherever the additions happen. So a correct FP32 kernel can never exceed
-gamma_K(2^-24) |A|.|B| element by element, whatever its tiling. For inputs uniform in (-1, 1) a typical
-product |a b| is 1/4, and the bound is about K^2 u / 4: 6 % of one product at K = 1000, all of it
-at K = 4096. So a kernel that drops, repeats or misplaces a single product is caught for K up to
-about two thousand, and a wrong tile (many products) at any K.
-
-Tensor cores (FP16 inputs, FP32 accumulation): products of FP16 values are exact in FP32, but
-inside an MMA the products are aligned to the largest exponent and added with truncation rather
-than round-to-nearest (Fasi, Higham, Mikaitis, Pranesh, "Numerical behavior of NVIDIA tensor
-cores", PeerJ CS 2021). Truncation costs up to one FP32 ulp (2u) per addition instead of half an
-ulp, and the alignment can drop one more bit of the smaller terms, so we allow 4u = 2^-22 per
-step: gamma_K(2^-22) |A|.|B|, with A and B the FP16-rounded inputs, so that only accumulation
-error is measured, never the rounding of the inputs.
+The bounds and their justification live with the precisions, in common/precision.py: one table for
+FP32 FFMA, FP16, BF16 and TF32 tensor cores.
 """
 from dataclasses import dataclass
 
@@ -29,7 +15,6 @@ import numpy as np
 
 NAN_BITS = 0x7FC00000     # a quiet NaN: any element the kernel fails to write stays NaN
 
-UNIT_ROUNDOFF = {"fp32": 2.0 ** -24, "fp16_tensor": 2.0 ** -22}
 
 
 def random_matrix(rows, cols, dtype, rng):
@@ -43,10 +28,10 @@ def reference(A, B):
     return A64 @ B64, np.abs(A64) @ np.abs(B64)
 
 
-def tolerance(K, abs_ref, kind):
-    u = UNIT_ROUNDOFF[kind]
-    gamma = K * u / (1.0 - K * u)
-    return gamma * abs_ref + np.finfo(np.float32).tiny
+def tolerance(K, abs_ref, kind, input_roundoff=None):
+    """The bound of precision `kind` ("fp32", "fp16_tensor", ... or a Precision)."""
+    from .precision import precision
+    return precision(kind).tolerance(K, abs_ref, input_roundoff)
 
 
 @dataclass

@@ -4,7 +4,9 @@
                                              (PyCUDA primary) context, default stream
     blas.sgemm(M, N, K, a, b, c)             FP32 in, FP32 FFMA compute: TF32 is OFF
     blas.hgemm(M, N, K, a, b, c)             FP16 in, FP32 compute and output (cublasGemmEx)
-    blas.version, blas.path, Cublas.SGEMM_MODE, Cublas.HGEMM_MODE   said in every table
+    blas.tf32gemm(M, N, K, a, b, c)          FP32 in and out, TF32 tensor cores (COMPUTE_32F_FAST_TF32)
+    blas.bf16gemm(M, N, K, a, b, c)          BF16 in, FP32 compute and output
+    blas.version, blas.path                  said in every record (the math modes: common.precision)
 
 Why ctypes: PyCUDA has no cuBLAS binding, and the maintained Python bindings would bring a second
 CUDA stack (and their own context handling) for two functions. cuBLAS works on whatever context is
@@ -25,8 +27,9 @@ from .errors import CourseError
 
 CUBLAS_OP_N = 0
 CUBLAS_DEFAULT_MATH = 0          # no TF32: SGEMM stays FP32 FFMA unless NVIDIA_TF32_OVERRIDE says otherwise
-CUDA_R_32F, CUDA_R_16F = 0, 2
+CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14
 CUBLAS_COMPUTE_32F = 68          # FP32 accumulation (not _FAST_TF32, not 16F)
+CUBLAS_COMPUTE_32F_FAST_TF32 = 77   # FP32 in and out, the products on the TF32 tensor cores
 CUBLAS_GEMM_DEFAULT = -1
 
 
@@ -60,8 +63,6 @@ def _load():
 
 
 class Cublas:
-    SGEMM_MODE = "cuBLAS SGEMM, FP32 FFMA (TF32 off)"
-    HGEMM_MODE = "cuBLAS GemmEx, FP16 in, FP32 accumulate and out"
 
     def __init__(self):
         from .device import init_gpu
@@ -93,9 +94,20 @@ class Cublas:
                                          ctypes.byref(self._one), int(b), N, int(a), K,
                                          ctypes.byref(self._zero), int(c), N), "cublasSgemm")
 
+    def _gemm_ex(self, M, N, K, a, b, c, in_type, compute):
+        self._ok(self.lib.cublasGemmEx(self.handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K,
+                                       ctypes.byref(self._one), int(b), in_type, N, int(a), in_type, K,
+                                       ctypes.byref(self._zero), int(c), CUDA_R_32F, N,
+                                       compute, CUBLAS_GEMM_DEFAULT), "cublasGemmEx")
+
     def hgemm(self, M, N, K, a, b, c):
         """C (M x N, FP32) = A (M x K, FP16) . B (K x N, FP16), FP32 accumulation, row-major."""
-        self._ok(self.lib.cublasGemmEx(self.handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K,
-                                       ctypes.byref(self._one), int(b), CUDA_R_16F, N, int(a), CUDA_R_16F, K,
-                                       ctypes.byref(self._zero), int(c), CUDA_R_32F, N,
-                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), "cublasGemmEx")
+        self._gemm_ex(M, N, K, a, b, c, CUDA_R_16F, CUBLAS_COMPUTE_32F)
+
+    def tf32gemm(self, M, N, K, a, b, c):
+        """C = A . B, FP32 in and out, products on the TF32 tensor cores, FP32 accumulation."""
+        self._gemm_ex(M, N, K, a, b, c, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32)
+
+    def bf16gemm(self, M, N, K, a, b, c):
+        """C (FP32) = A (BF16) . B (BF16), FP32 accumulation, row-major."""
+        self._gemm_ex(M, N, K, a, b, c, CUDA_R_16BF, CUBLAS_COMPUTE_32F)

@@ -4,7 +4,7 @@
     init_gpu()        -> the CUDA device, PyCUDA's primary context made current; CourseError if none
     gpu_facts()       -> dict: name, arch, cc, sms, clocks, L2 bytes, driver, memory
     detect_arch()     -> "sm_90" from nvidia-smi (no PyCUDA needed), or None
-    peak_tflops(facts)-> {"fp32": .., "fp16_tensor": .., "note": ..} at the boost clock
+    peak_tflops(facts)-> {"fp32", "fp16_tensor", "bf16_tensor", "tf32_tensor": TFLOP/s, "note"} at the boost clock
     ARCH_PEAKS        the per-SM, per-clock rates behind those peaks (sources in the comments)
 """
 import functools
@@ -20,6 +20,10 @@ MIN_CC = (8, 0)   # cp.async, ldmatrix and mma.m16n8k16 need Ampere or newer
 # accumulation at half the rate of the pro/datacenter parts of the same chip (a product
 # decision, GA102/AD102 whitepapers). sm_90's 4096 is the wgmma rate; mma.sync and WMMA reach
 # about 65 % of it on Hopper. sm_120 pro parts: the full rate is assumed, not verified.
+# BF16 runs at the FP16 rate on every one of these chips. TF32 runs at half the FP16-with-FP32-
+# accumulation rate of the same part: A100 156 of 312 TFLOP/s (A100 datasheet), H100/H200 SXM 495 of
+# 989 (H100 datasheet, dense), RTX 3090 35.6 of 71 (GA102 whitepaper, FP32 accumulate), RTX 4090 82.6
+# of 165 (Ada whitepaper), RTX 5090 104.8 of 209.5 (Blackwell RTX whitepaper).
 ARCH_PEAKS = {
     "sm_80":  {"fp32": 128, "tensor": 2048, "tensor_geforce": None},
     "sm_86":  {"fp32": 256, "tensor": 1024, "tensor_geforce": 512},
@@ -143,7 +147,8 @@ def peak_tflops(facts):
     """FP32 FFMA peak and dense FP16-input/FP32-accumulate tensor peak at the max SM clock."""
     rates = ARCH_PEAKS.get(facts["arch"])
     if rates is None:
-        return {"fp32": None, "fp16_tensor": None, "note": f"no peak table for {facts['arch']}"}
+        return {"fp32": None, "fp16_tensor": None, "bf16_tensor": None, "tf32_tensor": None,
+                "note": f"no peak table for {facts['arch']}"}
     tensor = rates["tensor"]
     note = "datacenter/pro rate"
     if is_geforce(facts["name"]) and rates["tensor_geforce"]:
@@ -151,4 +156,5 @@ def peak_tflops(facts):
     if facts["arch"] == "sm_90":
         note = "wgmma rate; mma.sync/WMMA top out near 65 % of it on Hopper"
     scale = facts["sms"] * facts["sm_clock_max_mhz"] * 1e6 / 1e12
-    return {"fp32": rates["fp32"] * scale, "fp16_tensor": tensor * scale, "note": note}
+    return {"fp32": rates["fp32"] * scale, "fp16_tensor": tensor * scale, "bf16_tensor": tensor * scale,
+            "tf32_tensor": tensor / 2 * scale, "note": note}

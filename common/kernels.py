@@ -1,23 +1,39 @@
 """The row type of a lab's kernel table, and how a row is built, loaded and launched.
 
-    Kernel(...)                    one row: name, source, entry points per variant, launch shape,
-                                   shape rules, the chapter's claim and model numbers
+    Kernel(...)                    one row: name, source, entry points per variant, precision,
+                                   shape rules, argument list, the chapter's claim and model numbers
+    kernel.tiling                  its parameters, read from the .cu file (common.tiling): .params,
+    kernel.threads, .tile, .shared_bytes   threads per block, (BM, BN), dynamic shared bytes
+    kernel.with_params(BK=8)       the same source rebuilt with other parameters (tuning)
     kernel.cubin(build_dir, arch)  where `make` puts its cubin
     kernel.variant_for(M, N, K)    which entry point serves a shape (e.g. 'vec' or 'scalar')
+    kernel.cases(shapes)           -> [(variant, (M, N, K))]: every variant on every shape it serves
     kernel.refusal(M, N, K)        None, or the rule a shape breaks (in words)
-    kernel.launch(func, M, N, K, a, b, c)   grid and block from the row, one launch on stream 0
-    load_function(cubin, entry, shared_bytes)  PyCUDA function from a cubin (cached)
+    kernel.launch(func, M, N, K, a, b, c, alpha=1, beta=0)   one launch on the default stream
+    load_function(cubin, entry, shared_bytes, signature)     PyCUDA function from a cubin (cached)
 
-Every kernel of the course has the signature
-    (int M, int N, int K, const T* A, const T* B, float* C)   C = A . B, row-major
-and is launched with a 1-D block of `threads` and grid (ceil(N/BN), ceil(M/BM)).
+Argument lists (Kernel.args), named from this vocabulary: M N K and splits (int), alpha and beta
+(float), A B C and workspace (device pointers). The two the course's kernels use:
+    ABC         (int M, int N, int K, const T* A, const T* B, float* C)           C = A B
+    ALPHA_BETA  (int M, int N, int K, float alpha, const T* A, const T* B, float beta, float* C)
+A row whose kernel needs something else (a tensor map by value, a cluster launch) gives `launch_hook`:
+hook(kernel, func, M, N, K, a, b, c, alpha, beta, stream) does the launch.
+The default launch: a 1-D block of `threads`, grid (ceil(N / BN), ceil(M / BM)), `shared_bytes`.
 """
 import functools
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
 from .errors import CourseError
+from .precision import precision as _precision
+from .tiling import Tiling
+
+ABC = ("M", "N", "K", "A", "B", "C")
+ALPHA_BETA = ("M", "N", "K", "alpha", "A", "B", "beta", "C")
+_ARG_TYPES = {"M": "i", "N": "i", "K": "i", "splits": "i", "alpha": "f", "beta": "f",
+              "A": "P", "B": "P", "C": "P", "workspace": "P"}
 
 
 def _always(M, N, K):
@@ -29,21 +45,81 @@ class Kernel:
     name: str                       # short name used everywhere: "v6", "t3"
     source: str                     # file name under the lab's kernels/
     entries: dict                   # variant -> extern "C" entry point; variant "" when there is one
-    dtype: str                      # "fp32" or "fp16": the input type
-    threads: int                    # threads per block (1-D)
-    tile: tuple                     # (BM, BN): the block's tile of C
+    precision: str                  # key of common.precision.PRECISIONS: "fp32", "fp16_tensor", ...
     title: str = ""                 # what the kernel is, in a few words
     claim: str = ""                 # what the chapter says about it
     model: dict = field(default_factory=dict)   # the chapter's numbers (loads per FMA, ...)
     choose: Callable = _always      # (M, N, K) -> variant
     rules: tuple = ()               # ((predicate(M,N,K) -> bool, "rule in words"), ...) must all hold
     defines: dict = field(default_factory=dict)  # -D values (tuning builds); {} = the file's defaults
-    shared_bytes: int = 0           # dynamic shared memory per block
     tag: str = ""                   # distinguishes tuning builds of one source
+    args: tuple = ABC               # the entry points' argument list (see the module docstring)
+    input_roundoff: Optional[float] = None   # TF32 kernels: precision.TF32_ROUNDED or TF32_TRUNCATED
+    archs: tuple = ()               # architectures it is built for; () = every one the course supports
+    nvcc_flags: tuple = ()          # more nvcc flags (e.g. -DCUTE_...); include dirs below
+    include_dirs: tuple = ()        # paths, or callables returning one (found at build time)
+    launch_hook: Optional[Callable] = None
+    hierarchy: dict = field(default_factory=dict)   # model-only facts for common.hierarchy
+    path: str = ""                  # the source's full path: set by the Lab that holds the row
+    lab: str = ""                   # the name of that lab
 
+    # --- parameters, read from the source ------------------------------------------------------
+    @property
+    def tiling(self):
+        if not self.path:
+            raise CourseError(f"kernel {self.name} is not bound to a lab",
+                              hint="rows are bound when common.lab.load(folder) reads the lab's table")
+        return Tiling.of(self.path, self.defines)
+
+    @property
+    def threads(self):
+        return self.tiling.threads
+
+    @property
+    def tile(self):
+        return self.tiling.tile
+
+    @property
+    def shared_bytes(self):
+        return self.tiling.shared_bytes
+
+    @property
+    def prec(self):
+        return _precision(self.precision)
+
+    @property
+    def has_alpha_beta(self):
+        return "alpha" in self.args and "beta" in self.args
+
+    def with_params(self, **params):
+        """This kernel rebuilt with other parameters: v7.with_params(BK=8) is 'v7[BK8]'."""
+        if not params:
+            return self
+        unknown = [p for p in params if p not in self.tiling.constants.tunable]
+        if unknown:
+            raise CourseError(f"{self.name} has no parameter {', '.join(unknown)}",
+                              hint=f"its parameters: {', '.join(self.tiling.constants.tunable) or 'none'}")
+        merged = {**self.defines, **params}
+        tag = "_".join(f"{k}{v}" for k, v in merged.items())
+        base = self.name.split("[")[0]
+        return replace(self, name=f"{base}[{tag}]", defines=merged, tag=tag)
+
+    @property
+    def base_name(self):
+        return self.name.split("[")[0]
+
+    # --- variants and shapes -------------------------------------------------------------------
     @property
     def variants(self):
         return list(self.entries)
+
+    @property
+    def fallback(self):
+        """The variant that serves every shape the rules allow ('scalar', or the only one)."""
+        return "scalar" if "scalar" in self.entries else (self.variants[0] if len(self.entries) == 1 else None)
+
+    def label(self, variant=None):
+        return self.name + (f"/{variant}" if variant else "")
 
     def cubin(self, build_dir, arch):
         stem = Path(self.source).stem + (f"__{self.tag}" if self.tag else "")
@@ -58,19 +134,42 @@ class Kernel:
     def variant_for(self, M, N, K):
         return self.choose(M, N, K)
 
+    def serves(self, variant, M, N, K):
+        """Would `variant` run correctly at this shape? The chosen one does, and the fallback always."""
+        return self.refusal(M, N, K) is None and (variant == self.variant_for(M, N, K) or variant == self.fallback)
+
+    def cases(self, shapes):
+        """[(variant, (M, N, K))]: every variant on every shape it serves."""
+        return [(v, tuple(s)) for v in self.variants for s in shapes if self.serves(v, *s)]
+
+    def builds_for(self, arch):
+        return not self.archs or arch in self.archs
+
+    # --- launching -----------------------------------------------------------------------------
+    @property
+    def signature(self):
+        try:
+            return "".join(_ARG_TYPES[a] for a in self.args)
+        except KeyError as e:
+            raise CourseError(f"{self.name}: unknown argument {e} in its argument list",
+                              hint=f"arguments: {', '.join(_ARG_TYPES)}") from None
+
     def grid(self, M, N):
         bm, bn = self.tile
         return ((N + bn - 1) // bn, (M + bm - 1) // bm, 1)
 
-    def launch(self, func, M, N, K, a, b, c, stream=None):
+    def launch(self, func, M, N, K, a, b, c, stream=None, alpha=1.0, beta=0.0, extra=None):
         import numpy as np
+        if self.launch_hook is not None:
+            return self.launch_hook(self, func, M, N, K, a, b, c, alpha, beta, stream)
+        values = {"M": np.int32(M), "N": np.int32(N), "K": np.int32(K), "alpha": np.float32(alpha),
+                  "beta": np.float32(beta), "A": a, "B": b, "C": c, **(extra or {})}
         func.prepared_async_call(self.grid(M, N), (self.threads, 1, 1), stream,
-                                 np.int32(M), np.int32(N), np.int32(K), a, b, c,
-                                 shared_size=self.shared_bytes)
+                                 *[values[x] for x in self.args], shared_size=self.shared_bytes)
 
 
 @functools.lru_cache(maxsize=None)
-def _module(cubin):
+def _module(cubin, mtime):
     import pycuda.driver as cuda
     try:
         return cuda.module_from_file(cubin)
@@ -80,13 +179,15 @@ def _module(cubin):
 
 
 @functools.lru_cache(maxsize=None)
-def load_function(cubin, entry, shared_bytes=0):
+def load_function(cubin, entry, shared_bytes=0, signature="iiiPPP"):
     """A prepared PyCUDA function for `entry` in `cubin`, allowed `shared_bytes` of dynamic smem."""
+    import os
     import pycuda.driver as cuda
     if not Path(cubin).exists():
         raise CourseError(f"{cubin} has not been built", hint="run `make` in the lab folder first")
-    func = _module(str(cubin)).get_function(entry)
+    func = _module(str(cubin), os.path.getmtime(cubin)).get_function(entry)
     if shared_bytes > 48 * 1024:
         func.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes)
-    func.prepare("iiiPPP")
+    if re.fullmatch(r"[iPf]+", signature):
+        func.prepare(signature)
     return func

@@ -26,6 +26,14 @@ else
   echo "no NVIDIA driver here: PyCUDA is not installed, GPU tests will be skipped"
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install --quiet --disable-pip-version-check ".${extras:+[$extras]}"
+# pyproject.toml lists what the course needs; it is installed from a copy in a temporary folder, so the
+# build leaves nothing (no *.egg-info) in the checkout
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cp pyproject.toml "$tmp/"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check "$tmp${extras:+[$extras]}"
+.venv/bin/python -m pip uninstall --quiet --yes matmul-lab-course >/dev/null 2>&1 || true
+# the one place that makes `common` importable in .venv (notebooks, a Python prompt, Jupyter): a .pth
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$PWD" > "$site/matmul-lab-course.pth"
 touch .venv/.ready
 echo ".venv ready"

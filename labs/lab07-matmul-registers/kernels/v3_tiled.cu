@@ -25,8 +25,9 @@
 
 constexpr int T = 16;            // tile edge: a 16 x 16 tile of C per block; 16 floats = 64 bytes of a row
 constexpr int THREADS = T * T;   // 256 threads, one per output of the tile, used as a 16 x 16 grid
+constexpr int BM = T, BN = T;    // the block's tile of C (the runtime reads these for the grid)
 
-static_assert(THREADS == T * T, "v3: one thread per element of the T x T tile");
+static_assert(BM * BN == THREADS, "v3: one thread per element of the T x T tile");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 sgemm_v3_tiled(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,

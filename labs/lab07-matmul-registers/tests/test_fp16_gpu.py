@@ -4,9 +4,11 @@ tolerance and why it is wider than FP32's)."""
 import numpy as np
 import pytest
 
-import lab07
+from common.testing import lab_of
 from common import check as checking
-from conftest import needs_gpu
+from common.testing import needs_gpu
+
+LAB = lab_of(__file__)
 
 # The FP32 test shapes with K moved to a multiple of 8; N not a multiple of 8; K % 16 == 8;
 # tall and skinny.
@@ -15,14 +17,13 @@ SHAPES = [(1, 1, 8), (1, 300, 80), (17, 33, 16), (64, 64, 64), (130, 260, 104), 
           (64, 65, 64), (129, 131, 136), (33, 7, 24), (64, 64, 72), (128, 136, 40),
           (4099, 3, 64), (2, 3001, 40), (5, 7, 2048)]
 
-CASES = [(k.name, v, s) for k in lab07.FP16 for v in k.variants for s in SHAPES
-         if v != "vec" or k.variant_for(*s) == "vec"]
+CASES = [(k.name, v, s) for k in LAB.ladders["fp16"] for v, s in k.cases(SHAPES)]   # vec only where its rule holds
 
 
 @needs_gpu
 @pytest.mark.parametrize("name,variant,shape", CASES, ids=[f"{n}{'-' + v if v else ''}-{'x'.join(map(str, s))}" for n, v, s in CASES])
 def test_fp16_kernel_matches_float64_reference(name, variant, shape):
-    verdict = lab07.check(name, *shape, variant=variant)
+    verdict = LAB.check(name, *shape, variant=variant)
     assert verdict.ok, str(verdict)
 
 
@@ -37,9 +38,9 @@ def big_problem():
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", [k.name for k in lab07.FP16])
+@pytest.mark.parametrize("name", [k.name for k in LAB.ladders["fp16"]])
 def test_fp16_kernel_at_4096_cubed(name, big_problem):
     A, B, ref, tol = big_problem
-    C = lab07.matmul(name, A, B)
+    C = LAB.matmul(name, A, B)
     verdict = checking.compare(C, ref, tol, label=f"{name} 4096^3")
     assert verdict.ok, str(verdict)

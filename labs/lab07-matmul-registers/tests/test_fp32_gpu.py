@@ -1,8 +1,10 @@
 """The FP32 ladder on the GPU: every kernel and variant against a float64 reference on awkward shapes."""
 import pytest
 
-import lab07
-from conftest import needs_gpu
+from common.testing import lab_of
+from common.testing import needs_gpu
+
+LAB = lab_of(__file__)
 
 # The issue's shapes, then K or N not a multiple of 4, then tall and skinny.
 SHAPES = [(1, 1, 1), (1, 300, 77), (17, 33, 9), (64, 64, 64), (130, 260, 100), (257, 129, 513),
@@ -10,26 +12,25 @@ SHAPES = [(1, 1, 1), (1, 300, 77), (17, 33, 9), (64, 64, 64), (130, 260, 100), (
           (128, 130, 128), (129, 128, 126), (127, 129, 131), (64, 4, 37), (33, 65, 3),
           (4099, 3, 64), (2, 3001, 40), (5, 7, 2048)]
 
-CASES = [(k.name, v, s) for k in lab07.FP32 for v in k.variants for s in SHAPES
-         if v != "vec" or k.variant_for(*s) == "vec"]      # vec runs only where K, N are multiples of 4
+CASES = [(k.name, v, s) for k in LAB.ladders["fp32"] for v, s in k.cases(SHAPES)]   # vec only where its rule holds
 
 
 @needs_gpu
 @pytest.mark.parametrize("name,variant,shape", CASES, ids=[f"{n}{'-' + v if v else ''}-{'x'.join(map(str, s))}" for n, v, s in CASES])
 def test_fp32_kernel_matches_float64_reference(name, variant, shape):
-    verdict = lab07.check(name, *shape, variant=variant)
+    verdict = LAB.check(name, *shape, variant=variant)
     assert verdict.ok, str(verdict)
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", [k.name for k in lab07.FP32])
+@pytest.mark.parametrize("name", [k.name for k in LAB.ladders["fp32"]])
 def test_fp32_kernel_takes_the_vector_path_only_when_rows_are_16_byte_aligned(name):
-    k = lab07.KERNELS[name]
+    k = LAB.kernels[name]
     if len(k.variants) == 1:
         pytest.skip(f"{name} has one variant")
     assert k.variant_for(256, 256, 256) == "vec"
     assert k.variant_for(256, 256, 255) == "scalar" and k.variant_for(256, 258, 256) == "scalar"
     # the automatic choice gives correct results on both sides of the rule
     for shape in [(200, 256, 64), (200, 254, 64), (200, 256, 66)]:
-        verdict = lab07.check(name, *shape)
+        verdict = LAB.check(name, *shape)
         assert verdict.ok, str(verdict)

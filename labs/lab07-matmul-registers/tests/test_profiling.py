@@ -7,33 +7,36 @@ from collections import Counter
 
 import pytest
 
-import lab07
-import profiling
+from common import profiling
 from common.sanitizer import TOOLS, Findings
-from conftest import GPU_OK, LAB
+from common.testing import GPU_OK, lab_of
+
+LAB = lab_of(__file__)
+ROOT = LAB.dir.parents[1]
+COURSE = [sys.executable, "-m", "common"]
 
 TARGETS = [("ncu-table", []), ("ncu-tensor", []), ("ncu", ["KERNEL=v7"]), ("sanitize", [])]
 
 
 def test_the_tables_profile_every_kernel_of_the_lab_and_its_cublas_baseline():
-    assert profiling.NCU_TABLE == [k.name for k in lab07.FP32] + ["cublas-sgemm"]
-    assert profiling.NCU_TENSOR == [k.name for k in lab07.FP16] + ["cublas-hgemm"]
+    assert profiling.ncu_table_names(LAB) == [k.name for k in LAB.ladders["fp32"]] + ["cublas-fp32"]
+    assert profiling.ncu_tensor_names(LAB) == [k.name for k in LAB.ladders["fp16"]] + ["cublas-fp16_tensor"]
 
 
 def test_every_entry_point_is_sanitized_on_shapes_its_rules_allow():
-    plan = profiling.sanitize_plan()
-    assert {entry for _, _, entry, _ in plan} == {e for k in lab07.FP32 + lab07.FP16 for e in k.entries.values()}
+    plan = profiling.sanitize_plan(LAB)
+    assert {entry for _, _, entry, _ in plan} == {e for k in LAB.all_kernels for e in k.entries.values()}
     for k, v, entry, shapes in plan:
         assert len(shapes) >= 2, f"{entry} runs on {len(shapes)} shape(s) only"
         for s in shapes:
             assert k.refusal(*s) is None
-            assert v != "vec" or k.variant_for(*s) == "vec"
+            assert k.serves(v, *s)
 
 
 def test_sanitizer_shapes_cover_partial_tiles_and_k_not_a_multiple_of_8():
-    assert any(K % 8 for _, _, K in profiling.SANITIZE_SHAPES)
-    assert (1, 1, 8) in profiling.SANITIZE_SHAPES
-    assert all(M % 128 or N % 128 for M, N, _ in profiling.SANITIZE_SHAPES)   # every shape has an edge tile
+    assert any(K % 8 for _, _, K in profiling.sanitize_shapes(LAB))
+    assert (1, 1, 8) in profiling.sanitize_shapes(LAB)
+    assert all(M % 128 or N % 128 for M, N, _ in profiling.sanitize_shapes(LAB))   # every shape has an edge tile
 
 
 @pytest.mark.parametrize("listed", [True, False])
@@ -49,27 +52,27 @@ def test_memcheck_runs_with_a_guard_after_every_buffer_when_the_sanitizer_has_on
 
 
 def test_the_guard_is_wider_than_a_whole_tile_of_a_at_every_sanitizer_shape():
-    biggest = max(k.tile[0] * K * (4 if k.dtype == "fp32" else 2)
-                  for k in lab07.FP32 + lab07.FP16 for _, _, K in profiling.SANITIZE_SHAPES)
+    biggest = max(k.tile[0] * K * k.prec.element_bytes
+                  for k in LAB.all_kernels for _, _, K in profiling.sanitize_shapes(LAB))
     assert profiling.MEMCHECK_PADDING > biggest
 
 
-@pytest.mark.parametrize("name", [n for n in profiling.PROFILE_NAMES if n not in profiling.CUBLAS])
+@pytest.mark.parametrize("name", [n for n in profiling.profile_names(LAB) if not profiling.cublas_precision(n)])
 def test_lab_kernels_are_profiled_by_entry_name_skipping_the_warm_up(name):
-    k = lab07.KERNELS[name]
+    k = LAB.kernels[name]
     variant = k.variant_for(2048, 2048, 2048)
-    argv = profiling.ncu_argv("ncu", name, 2048, metrics=["gpu__time_duration.sum"])
+    argv = profiling.ncu_argv(LAB, "ncu", name, 2048, metrics=["gpu__time_duration.sum"])
     assert argv[argv.index("--clock-control") + 1] == "none"
     assert argv[argv.index("--kernel-name") + 1] == k.entries[variant]
     assert argv[argv.index("--launch-skip") + 1] == "1" and argv[argv.index("--launch-count") + 1] == "1"
     program = argv[argv.index(sys.executable):]
     chosen = ["--variant", variant] if variant else []       # one-variant kernels: the child picks ""
-    assert program[1:] == [str(LAB / "lab07.py"), "profile", "--kernel", name, *chosen, "--size", "2048"]
+    assert program[1:] == ["-m", "common", "profile", "--lab", str(LAB.dir), "--kernel", name, *chosen, "--size", "2048"]
 
 
-@pytest.mark.parametrize("name", list(profiling.CUBLAS))
+@pytest.mark.parametrize("name", [n for n in profiling.profile_names(LAB) if profiling.cublas_precision(n)])
 def test_cublas_is_profiled_from_the_marked_call_only(name):
-    argv = profiling.ncu_argv("ncu", name, 2048, metrics=["gpu__time_duration.sum"])
+    argv = profiling.ncu_argv(LAB, "ncu", name, 2048, metrics=["gpu__time_duration.sum"])
     assert argv[argv.index("--profile-from-start") + 1] == "off"
     assert "--kernel-name" not in argv and "--launch-skip" not in argv
 
@@ -77,7 +80,7 @@ def test_cublas_is_profiled_from_the_marked_call_only(name):
 @pytest.mark.skipif(GPU_OK, reason="this machine has a GPU")
 @pytest.mark.parametrize("target,extra", TARGETS, ids=[t for t, _ in TARGETS])
 def test_without_a_device_each_target_stops_with_one_line_saying_it_needs_one(target, extra):
-    proc = subprocess.run(["make", "-s", "-C", str(LAB), target, f"PYTHON={sys.executable}", *extra],
+    proc = subprocess.run(["make", "-s", "-C", str(LAB.dir), target, f"PYTHON={sys.executable}", *extra],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     first = proc.stderr.splitlines()[0]
@@ -87,18 +90,18 @@ def test_without_a_device_each_target_stops_with_one_line_saying_it_needs_one(ta
 
 @pytest.mark.skipif(GPU_OK, reason="this machine has a GPU")
 def test_without_a_device_the_profile_mode_says_what_is_missing():
-    proc = subprocess.run([sys.executable, str(LAB / "lab07.py"), "profile", "--kernel", "v6"],
+    proc = subprocess.run(COURSE + ["profile", "--lab", str(LAB.dir), "--kernel", "v6"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
 
 
 def test_ncu_without_a_kernel_name_says_how_to_give_one():
-    proc = subprocess.run([sys.executable, str(LAB / "profiling.py"), "ncu"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(COURSE + ["ncu", "--lab", str(LAB.dir)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "KERNEL=" in proc.stderr
 
 
 def test_an_unknown_kernel_is_refused_before_anything_runs():
-    proc = subprocess.run([sys.executable, str(LAB / "profiling.py"), "ncu-table", "--kernels", "v6,v9"],
+    proc = subprocess.run(COURSE + ["ncu-table", "--lab", str(LAB.dir), "--kernels", "v6,v9"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "'v9'" in proc.stderr
 
@@ -116,14 +119,14 @@ def _results(plan, **findings):
 
 
 def test_a_clean_run_has_no_problems_and_says_clean_everywhere():
-    plan = profiling.sanitize_plan()
+    plan = profiling.sanitize_plan(LAB)
     rows, problems = profiling.summarize(plan, _results(plan))
     assert problems == []
     assert all(r[t] == "clean" for r in rows for t in TOOLS)
 
 
 def test_a_race_names_the_kernel_and_the_tool():
-    plan = profiling.sanitize_plan()
+    plan = profiling.sanitize_plan(LAB)
     race = Findings("racecheck", errors=Counter({"sgemm_v7_vec": 3}), total_errors=3)
     rows, problems = profiling.summarize(plan, _results(plan, racecheck=race))
     assert len(problems) == 1 and problems[0].startswith("racecheck: sgemm_v7_vec: 3 errors")
@@ -132,7 +135,7 @@ def test_a_race_names_the_kernel_and_the_tool():
 
 
 def test_a_run_that_stopped_early_is_not_clean():
-    plan = profiling.sanitize_plan()
+    plan = profiling.sanitize_plan(LAB)
     results = _results(plan)
     found, launched, _, log = results["memcheck"]
     first = plan[0][2]

@@ -10,11 +10,13 @@ from types import SimpleNamespace
 
 import pytest
 
-import lab07
-import profiling
+from common.testing import lab_of
+from common import profiling
 from common import banks, hierarchy, ncu, report
 from common import ncu_metrics as nm
 from common import sanitizer
+
+LAB = lab_of(__file__)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SIZE = profiling.PROFILE_SIZE        # what the fixtures were profiled at (make ncu-table's default)
@@ -43,7 +45,7 @@ def arch_of(launch):
 
 
 def entry_at_profile_size(name):
-    k = lab07.KERNELS[name]
+    k = LAB.kernels[name]
     return k.entries[k.variant_for(SIZE, SIZE, SIZE)]
 
 
@@ -93,7 +95,7 @@ def test_v6_performs_every_product_once():
 def test_cublas_sgemm_is_one_fp32_gemm_of_the_profiled_size():
     launches = launches_of("ncu_fp32_cublas-sgemm.log")
     assert 1 <= len(launches) <= profiling.CUBLAS_MAX_KERNELS
-    ours = {e for k in lab07.FP32 + lab07.FP16 for e in k.entries.values()}
+    ours = {e for k in LAB.all_kernels for e in k.entries.values()}
     assert not ours & {l.kernel for l in launches}
     ffma = sum(l.metrics[nm.FFMA_THREAD_INST] for l in launches)
     assert ffma == pytest.approx(SIZE ** 3, rel=0.01)              # FP32 FFMA, not TF32 tensor cores
@@ -159,7 +161,7 @@ def test_ncu_decides_for_the_merge_rule_of_the_bank_model():
 
 def test_v6_shared_loads_per_ffma_match_the_chapter_model():
     m = launches_of("ncu_fp32_v6.log")[0].metrics
-    model = lab07.KERNELS["v6"].model["smem_loads_per_ffma"]
+    model = LAB.kernels["v6"].model["smem_loads_per_ffma"]
     assert nm.shared_loads_per_warp_ffma(m) == pytest.approx(model, rel=0.1)
 
 
@@ -172,7 +174,7 @@ def _may_be_empty(row, key):
 
 
 def test_fp32_table_rows_have_every_column():
-    rows = [profiling.fp32_row(name, l, SIZE) for fx, name in NCU_FIXTURES[:2] for l in launches_of(fx)]
+    rows = [profiling.fp32_row(LAB, name, l, SIZE) for fx, name in NCU_FIXTURES[:2] for l in launches_of(fx)]
     for r in rows:
         for _, cols in profiling.FP32_TABLES:
             for key, _, _ in cols:
@@ -194,7 +196,7 @@ def test_tensor_table_rows_have_every_column():
     rows = []
     for fx, name in NCU_FIXTURES[2:]:
         for l in launches_of(fx):
-            rows.append(profiling.tensor_row(name, l, SIZE, nm.chip_for(arch_of(l))))
+            rows.append(profiling.tensor_row(LAB, name, l, SIZE, nm.chip_for(arch_of(l))))
     for r in rows:
         for _, cols in profiling.TENSOR_TABLES:
             for key, _, _ in cols:
@@ -208,7 +210,7 @@ CLEAN_KERNELS = ["v6", "t3"]           # what capture_fixtures.sh sanitizes
 
 
 def test_clean_runs_are_clean_for_every_tool_and_every_launch():
-    plan = profiling.sanitize_plan([lab07.KERNELS[n] for n in CLEAN_KERNELS])
+    plan = profiling.sanitize_plan(LAB, [LAB.kernels[n] for n in CLEAN_KERNELS])
     entries = [e for _, _, e, _ in plan]
     results = {}
     for tool in sanitizer.TOOLS:

@@ -5,10 +5,12 @@ chapter's per-k-step counts, `make sass` shows both; these tests check only what
 whatever the compiler does."""
 import pytest
 
-import lab07
+from common.testing import lab_of
 from common.build import ALL_ARCHS
 from common.sass import find_cuobjdump
-from targets import sass_counts
+from common import targets
+
+LAB = lab_of(__file__)
 
 try:
     find_cuobjdump()
@@ -21,14 +23,14 @@ pytestmark = pytest.mark.skipif(not HAVE_CUOBJDUMP, reason=f"needs cuobjdump: {W
 
 @pytest.fixture(scope="module", params=ALL_ARCHS)
 def sass(request):
-    counts = sass_counts(request.param)
+    counts = targets.sass_counts(LAB, request.param)
     return {c["kernel"]: c for c in counts.values()}
 
 
 def test_every_fp32_kernel_uses_ffma(sass):
-    for k in lab07.FP32:
+    for k in LAB.ladders["fp32"]:
         for v in k.variants:
-            assert sass[k.name + (f"/{v}" if v else "")]["FFMA"] > 0
+            assert sass[k.label(v)]["FFMA"] > 0
 
 
 def test_v6_and_v7_read_both_operands_with_128_bit_shared_loads(sass):
@@ -53,7 +55,7 @@ def test_shared_loads_per_ffma_fall_from_v4_to_v5_and_never_rise_to_v6_and_v7(sa
 
 
 def sass_model(name):
-    return lab07.KERNELS[name].model["smem_loads_per_ffma"]
+    return LAB.kernels[name].model["smem_loads_per_ffma"]
 
 
 def test_no_kernel_touches_local_memory(sass):

@@ -1,19 +1,22 @@
-#!/usr/bin/env python3
-"""Lab 7 under the profilers: what the chapter says the profiler should show, as tables.
+"""A lab under the profilers: what the chapter says the profiler should show, as tables.
 
-    make ncu-table            FP32 kernels v3-v7 and cuBLAS SGEMM at 2048^3: time, throughput,
-                              occupancy, shared loads per FFMA against the chapter's model, shared
-                              wavefronts and bank conflicts, the top stall reasons
-    make ncu-tensor           t1-t3 and cuBLAS HGEMM: Speed of Light, tensor pipes, memory, occupancy
+    make ncu-table            the lab's FFMA kernels (precision fp32) and cuBLAS SGEMM at 2048^3: time,
+                              throughput, occupancy, shared loads per FFMA against the chapter's model,
+                              shared wavefronts and bank conflicts, the top stall reasons
+    make ncu-tensor           its tensor-core kernels and cuBLAS of the same precision: Speed of Light,
+                              tensor pipes, memory, occupancy
     make ncu KERNEL=v7        the full ncu report of one kernel, for the Nsight Compute GUI
     make sanitize             compute-sanitizer memcheck, racecheck, synccheck, initcheck over every
                               kernel and variant on small awkward shapes; any finding fails
 
+What a lab's table may set: NCU_TABLE and NCU_TENSOR (kernel names; default: by precision),
+PROFILE_SIZE, SANITIZE_SHAPES. cuBLAS is profiled as `cublas-<precision>` (cublas-fp32, ...).
+
 Contents, in order:
   1. What is profiled: the lists of kernels, the profile size, the sanitizer's shapes.
-  2. The profile mode (`python3 lab07.py profile --kernel v6`): the program ncu runs. It launches
-     the kernel once as a warm-up and once more to be profiled, then exits.
-     `python3 lab07.py profile --sanitize-run` is the program compute-sanitizer runs.
+  2. The profile mode (`python -m common profile --lab L --kernel v6`): the program ncu runs. It
+     launches the kernel once as a warm-up and once more to be profiled, then exits.
+     `python -m common profile --lab L --sanitize-run` is the program compute-sanitizer runs.
   3. The targets: one ncu process per kernel, raw CSV kept under reports/ncu/, tables printed.
 
 Every ncu run uses --clock-control none: the GPU runs at its own clocks, as in `make bench`.
@@ -22,41 +25,30 @@ the skipped match). cuBLAS's kernel names are not known in advance, and one call
 than one kernel, so for cuBLAS the profile mode marks the profiled call with cuProfilerStart/Stop
 and ncu runs with --profile-from-start off: every kernel of that one call is profiled.
 """
-import argparse
 import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 
-LAB = Path(__file__).resolve().parent
-sys.path[:0] = [str(LAB), str(LAB.parents[1])]
-
-import lab07                                             # noqa: E402
-from lab07 import FP16, FP32, KERNELS, REPORTS_DIR      # noqa: E402
-from common import check as checking                    # noqa: E402
-from common import ncu, report, sanitizer               # noqa: E402
-from common import ncu_metrics as nm                    # noqa: E402
-from common.errors import CourseError, user_errors      # noqa: E402
+from . import check as checking
+from . import ncu, report, sanitizer
+from . import ncu_metrics as nm
+from .errors import CourseError
+from .precision import PRECISIONS, precision
 
 # ---------------------------------------------------------------------------------------------
 # 1. What is profiled
 # ---------------------------------------------------------------------------------------------
 
-CUBLAS = {"cublas-sgemm": "fp32", "cublas-hgemm": "fp16"}     # name -> input type
-CUBLAS_LABEL = {"cublas-sgemm": "cuBLAS SGEMM", "cublas-hgemm": "cuBLAS HGEMM"}
+CUBLAS_PREFIX = "cublas-"
 CUBLAS_MAX_KERNELS = 4        # kernels one cuBLAS call may launch (all of them are profiled)
-
-NCU_TABLE = [k.name for k in FP32] + ["cublas-sgemm"]          # make ncu-table
-NCU_TENSOR = [k.name for k in FP16] + ["cublas-hgemm"]         # make ncu-tensor
-PROFILE_NAMES = NCU_TABLE + NCU_TENSOR
 PROFILE_SIZE = 2048           # M = N = K: every kernel runs its fast path, the GPU is full
 
 # Small, awkward shapes: partial tiles on every side, a 1x1 output, K not a multiple of the
-# block's K step, a full interior tile (130x260x104 has one). FP16 kernels take only K % 8 == 0,
-# vector variants only the shapes that select them: the table's own rules decide (sanitize_plan).
+# block's K step, a full interior tile (130x260x104 has one). Kernels that need K % 8 == 0, and
+# vector variants, take only the shapes their rules allow (sanitize_plan).
 SANITIZE_SHAPES = [(130, 260, 104), (96, 136, 48), (200, 264, 72), (128, 132, 36), (33, 65, 24),
                    (257, 129, 40), (1, 1, 8), (17, 33, 9)]
 
@@ -68,21 +60,66 @@ SANITIZE_SHAPES = [(130, 260, 104), (96, 136, 48), (200, 264, 72), (128, 132, 36
 # lands in the guard, not in the next buffer.
 MEMCHECK_PADDING = 64 * 1024
 
-NCU_DIR = REPORTS_DIR / "ncu"
-SANITIZE_DIR = REPORTS_DIR / "sanitize"
+
+def cublas_name(prec):
+    return CUBLAS_PREFIX + precision(prec).name
+
+
+def cublas_precision(name):
+    """'cublas-fp32' -> the Precision, or None for a lab kernel's name."""
+    if not name.startswith(CUBLAS_PREFIX):
+        return None
+    return PRECISIONS.get(name[len(CUBLAS_PREFIX):])
+
+
+def cublas_label(name):
+    return f"cuBLAS {cublas_precision(name).name}"
+
+
+def ncu_table_names(lab):
+    """make ncu-table: the table's NCU_TABLE, else every FFMA (fp32) kernel and cuBLAS SGEMM."""
+    names = lab.option("NCU_TABLE")
+    if names is None:
+        names = [k.name for k in lab.own() if k.precision == "fp32"]
+        names += [cublas_name("fp32")] if names else []
+    return names
+
+
+def ncu_tensor_names(lab):
+    """make ncu-tensor: NCU_TENSOR, else every tensor-core kernel and cuBLAS of each such precision."""
+    names = lab.option("NCU_TENSOR")
+    if names is None:
+        ks = [k for k in lab.own() if k.precision != "fp32"]
+        names = [k.name for k in ks] + [cublas_name(p) for p in dict.fromkeys(k.precision for k in ks)]
+    return names
+
+
+def profile_names(lab):
+    return ncu_table_names(lab) + ncu_tensor_names(lab)
+
+
+def ncu_dir(lab):
+    return lab.reports_dir / "ncu"
+
+
+def sanitize_dir(lab):
+    return lab.reports_dir / "sanitize"
 
 
 def _label(k, variant):
-    return k.name + (f"/{variant}" if variant else "")
+    return k.label(variant)
 
 
-def sanitize_plan(kernels=None):
+def sanitize_shapes(lab):
+    return lab.option("SANITIZE_SHAPES", SANITIZE_SHAPES)
+
+
+def sanitize_plan(lab, kernels=None):
     """[(kernel, variant, entry, [shapes])] for every entry point: the shapes it may run."""
     plan = []
-    for k in kernels or FP32 + FP16:
+    for k in kernels or lab.own():
         for v, entry in k.entries.items():
-            shapes = [s for s in SANITIZE_SHAPES
-                      if k.refusal(*s) is None and (v != "vec" or k.variant_for(*s) == "vec")]
+            shapes = [s for s in sanitize_shapes(lab) if k.serves(v, *s)]
             plan.append((k, v, entry, shapes))
     return plan
 
@@ -106,37 +143,37 @@ def _kernels_option(text, allowed):
 # 2. The profile mode: the programs ncu and compute-sanitizer run
 # ---------------------------------------------------------------------------------------------
 
-def profile(args):
-    """`python3 lab07.py profile ...` (lab07.main sends the subcommand here)."""
+def profile(lab, args):
+    """`python -m common profile --lab L ...`: the program the profilers run."""
     if args.sanitize_run:
-        return sanitize_run(_kernels_option(args.kernels, [k.name for k in FP32 + FP16]))
+        return sanitize_run(lab, _kernels_option(args.kernels, [k.name for k in lab.own()]))
     if not args.kernel:
         raise CourseError("profile needs --kernel NAME (or --sanitize-run)",
-                          hint=f"names: {', '.join(PROFILE_NAMES)}")
-    launch_for_profiler(args.kernel, args.variant, args.size)
+                          hint=f"names: {', '.join(profile_names(lab))}")
+    launch_for_profiler(lab, args.kernel, args.variant, args.size)
 
 
-def launch_for_profiler(name, variant=None, n=PROFILE_SIZE):
+def launch_for_profiler(lab, name, variant=None, n=PROFILE_SIZE):
     """Fresh random inputs, one warm-up launch, one profiled launch, synchronize, done."""
     from common.device import init_gpu
     init_gpu()                              # CourseError, not a traceback, without a GPU or PyCUDA
     import pycuda.driver as cuda
     M = N = K = n
     rng = np.random.default_rng()
-    if name in CUBLAS:
-        from common.cublas import Cublas
-        blas = Cublas()
-        dtype = np.float32 if CUBLAS[name] == "fp32" else np.float16
-        A, B = checking.random_matrix(M, K, dtype, rng), checking.random_matrix(K, N, dtype, rng)
-        gemm = blas.sgemm if CUBLAS[name] == "fp32" else blas.hgemm
-        run, label = (lambda a, b, c: gemm(M, N, K, a, b, c)), CUBLAS_LABEL[name]
+    prec = cublas_precision(name)
+    if prec is not None:
+        from .cublas import Cublas
+        gemm = prec.cublas(Cublas())
+        A, B = prec.random_inputs(M, N, K, rng)
+        run, label = (lambda a, b, c: gemm(M, N, K, a, b, c)), cublas_label(name)
     else:
-        k = lab07.kernel(name)
-        lab07.check_shape(k, M, N, K)
+        from .lab import check_shape
+        k = lab.kernel(name)
+        check_shape(k, M, N, K)
         variant = k.variant_for(M, N, K) if variant is None else variant
-        lab07.build([k], [lab07.gpu_arch()])
-        run, label = lab07.launcher(k, M, N, K, variant), f"{_label(k, variant)} ({k.entries.get(variant)})"
-        A, B = lab07.random_inputs(k, M, N, K, rng)
+        lab.build([k], [lab.gpu_arch()])
+        run, label = lab.launcher(k, M, N, K, variant), f"{_label(k, variant)} ({k.entries.get(variant)})"
+        A, B = lab.random_inputs(k, M, N, K, rng)
     a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
     try:
         cuda.memset_d32(c, checking.NAN_BITS, M * N)
@@ -156,23 +193,23 @@ def launch_for_profiler(name, variant=None, n=PROFILE_SIZE):
 LAUNCHED = re.compile(r"^sanitize-run: launched (\S+) (\d+)x(\d+)x(\d+)\s*$", re.M)
 
 
-def sanitize_run(names=None):
+def sanitize_run(lab, names=None):
     """Every entry point on each of its sanitizer shapes, once, synchronizing after each launch.
     C is poisoned with a memset first and A, B come from the host, so initcheck sees every input
     initialised. Prints one 'sanitize-run: launched ENTRY MxNxK' line per launch that completed."""
     from common.device import init_gpu
     init_gpu()
     import pycuda.driver as cuda
-    kernels = [lab07.kernel(n) for n in names] if names else FP32 + FP16
-    lab07.build(kernels, [lab07.gpu_arch()])
+    kernels = [lab.kernel(n) for n in names] if names else lab.own()
+    lab.build(kernels, [lab.gpu_arch()])
     rng = np.random.default_rng()
-    for k, v, entry, shapes in sanitize_plan(kernels):
+    for k, v, entry, shapes in sanitize_plan(lab, kernels):
         for (M, N, K) in shapes:
-            A, B = lab07.random_inputs(k, M, N, K, rng)
+            A, B = lab.random_inputs(k, M, N, K, rng)
             a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
             try:
                 cuda.memset_d32(c, checking.NAN_BITS, M * N)
-                lab07.launcher(k, M, N, K, v)(a, b, c)
+                lab.launcher(k, M, N, K, v)(a, b, c)
                 cuda.Context.synchronize()
             except cuda.Error as e:
                 print(f"sanitize-run: FAILED {entry} {M}x{N}x{K}: {e}", flush=True)
@@ -187,49 +224,51 @@ def sanitize_run(names=None):
 # 3. The targets
 # ---------------------------------------------------------------------------------------------
 
-def needs_gpu(target):
+def needs_gpu(target, lab):
     """The GPU's architecture, or one line saying this target needs a GPU (checked before ncu)."""
-    from common.device import gpu_status
-    ok, why = gpu_status()
-    if not ok:
-        raise CourseError(f"`make {target}` needs an NVIDIA GPU, and cannot use one here: {why}",
-                          hint="run it on a machine with an NVIDIA GPU (sm_80 or newer) and its driver; "
-                               "without one, `make sass` shows what the compiler made of each kernel")
-    return lab07.gpu_arch()
+    from .targets import needs_gpu as facts_or_error
+    return facts_or_error(target, lab)["arch"]
 
 
-def profile_program(name, n, variant=None):
+def program(lab, *args):
+    """The argv that runs `python -m common profile --lab L ...` from the repository root."""
+    return [sys.executable, "-m", "common", "profile", "--lab", str(lab.dir), *args]
+
+
+def profile_program(lab, name, n, variant=None):
     """The argv of the profile mode for one kernel (what ncu runs)."""
-    argv = [sys.executable, str(LAB / "lab07.py"), "profile", "--kernel", name]
+    argv = program(lab, "--kernel", name)
     if variant:
         argv += ["--variant", variant]
     return argv + ["--size", str(n)]
 
 
-def ncu_argv(ncu_exe, name, n, **options):
+def ncu_argv(lab, ncu_exe, name, n, **options):
     """The ncu command for one kernel of the lab, or for cuBLAS (see the module docstring)."""
-    if name in CUBLAS:
-        return ncu.command(ncu_exe, profile_program(name, n), profile_from_start=False,
+    if cublas_precision(name):
+        return ncu.command(ncu_exe, profile_program(lab, name, n), profile_from_start=False,
                            launch_count=CUBLAS_MAX_KERNELS, **options)
-    k = lab07.kernel(name)
+    k = lab.kernel(name)
     variant = k.variant_for(n, n, n)
-    return ncu.command(ncu_exe, profile_program(name, n, variant), kernel=k.entries[variant],
+    return ncu.command(ncu_exe, profile_program(lab, name, n, variant), kernel=k.entries[variant],
                        launch_skip=1, launch_count=1, **options)
 
 
-def _collect(target, table, names, metrics_for, n):
+def _collect(lab, target, table, names, metrics_for, n):
     """Run ncu once per kernel; keep the raw output; return the parsed launches."""
-    arch = needs_gpu(target)
+    arch = needs_gpu(target, lab)
     exe = ncu.find_ncu()
     metrics = metrics_for(arch)
-    lab07.build([KERNELS[x] for x in names if x not in CUBLAS], [arch])
-    NCU_DIR.mkdir(parents=True, exist_ok=True)
+    lab.build([lab.kernel(x) for x in names if not cublas_precision(x)], [arch])
+    out_dir = ncu_dir(lab)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    LAB = lab.dir
     launches, failures, files = [], [], []
     for i, name in enumerate(names):
         report.progress(i, len(names), f"ncu: {name} at {n}^3")
-        stem = NCU_DIR / f"{table}_{name}_{arch}"
+        stem = out_dir / f"{table}_{name}_{arch}"
         try:
-            run = ncu.run(ncu_argv(exe, name, n, metrics=metrics), cwd=LAB, what=name)
+            run = ncu.run(ncu_argv(lab, exe, name, n, metrics=metrics), cwd=lab.dir.parents[1], what=name)
         except CourseError as e:
             if getattr(e, "run", None):
                 stem.with_suffix(".log").write_text(e.run.log())
@@ -254,20 +293,20 @@ def _value(m, name):
     return v if isinstance(v, (int, float)) else None
 
 
-def _label_of(name, entry):
-    if name in CUBLAS_LABEL:
-        return CUBLAS_LABEL[name]
-    k = KERNELS[name]
+def _label_of(lab, name, entry):
+    if cublas_precision(name):
+        return cublas_label(name)
+    k = lab.kernel(name)
     return _label(k, next((v for v, e in k.entries.items() if e == entry), None))
 
 
-def _common_columns(name, launch, n):
+def _common_columns(lab, name, launch, n):
     m, u = launch.metrics, launch.units
     # --print-units base: a duration is in nanoseconds unless the units row says otherwise
     us = ncu.to_microseconds(_value(m, nm.DURATION), u.get(nm.DURATION) or "nsecond")
     registers = _value(m, nm.REGISTERS)
     stalls = nm.top_stalls(m, 3)
-    return {"kernel": _label_of(name, launch.kernel), "entry": launch.kernel, "time_us": us,
+    return {"kernel": _label_of(lab, name, launch.kernel), "entry": launch.kernel, "time_us": us,
             "tflops": 2.0 * n ** 3 / (us * 1e-6) / 1e12 if us else None,
             "sm_pct": _value(m, nm.SM_PCT), "memory_pct": _value(m, nm.MEMORY_PCT), "dram_pct": _value(m, nm.DRAM_PCT),
             "registers": None if registers is None else int(registers),
@@ -300,21 +339,21 @@ def _shared_columns(m):
             "st_bank_conflicts_M": _millions(m.get(nm.ST_BANK_CONFLICTS))}
 
 
-def fp32_row(name, launch, n):
+def fp32_row(lab, name, launch, n, chip=None):
     """One kernel's row of `make ncu-table`, from its profiled launch."""
     m = launch.metrics
-    k = KERNELS.get(name)
-    return {**_common_columns(name, launch, n), **_shared_columns(m),
+    k = lab.kernels.get(name)
+    return {**_common_columns(lab, name, launch, n), **_shared_columns(m),
             "ffma_thread_inst_M": _millions(m.get(nm.FFMA_THREAD_INST)),
             "fma_pipe_pct": _value(m, nm.FMA_PIPE_PCT),
             "lds_per_warp_ffma": nm.shared_loads_per_warp_ffma(m),
             "model_lds_per_ffma": k.model.get("smem_loads_per_ffma") if k else None}
 
 
-def tensor_row(name, launch, n, chip):
+def tensor_row(lab, name, launch, n, chip):
     """One kernel's row of `make ncu-tensor`."""
     m, u = launch.metrics, launch.units
-    return {**_common_columns(name, launch, n), **_shared_columns(m),
+    return {**_common_columns(lab, name, launch, n), **_shared_columns(m),
             "tensor_all_pct": _value(m, nm.tensor_all_pct(chip)), "tensor_fp_pct": _value(m, nm.tensor_fp_pct(chip)),
             "hmma_inst_M": _millions(m.get(nm.tensor_fp_inst(chip))),
             "dram_gb_per_s": ncu.to_gigabytes_per_second(_value(m, nm.DRAM_BYTES_PER_S),
@@ -372,18 +411,18 @@ def print_tables(rows, tables, title):
             print(f"\n{r['kernel']} ran {r['entry']}")
 
 
-def _profile_table(args, target, table, names, metrics_for, tables, row_for, scope=""):
-    n = args.size
-    arch, exe, launches, failures, files = _collect(target, table, names, metrics_for, n)
+def _profile_table(lab, args, target, table, names, metrics_for, tables, row_for, scope=""):
+    n = args.size or lab.option("PROFILE_SIZE", PROFILE_SIZE)
+    arch, exe, launches, failures, files = _collect(lab, target, table, names, metrics_for, n)
     chip = nm.chip_for(arch)
-    rows = [row_for(name, launch, n, chip) for name, launch, _ in launches]
-    from common.device import gpu_facts
-    from common.cublas import Cublas
+    rows = [row_for(lab, name, launch, n, chip) for name, launch, _ in launches]
+    from .device import gpu_facts
     facts = gpu_facts()
     version = ncu.ncu_version(exe)
+    modes = "; ".join(cublas_precision(x).cublas_mode for x in names if cublas_precision(x))
     title = (f"\nncu {version} on {facts['name']} ({arch}, chip {chip}), M = N = K = {n}; one profiled launch per "
-             f"kernel after a warm-up; GPU clocks not locked (--clock-control none); cuBLAS: "
-             f"{Cublas.SGEMM_MODE if table == 'fp32' else Cublas.HGEMM_MODE}")
+             f"kernel after a warm-up; GPU clocks not locked (--clock-control none); {modes or 'no cuBLAS row'}")
+    LAB = lab.dir
     if rows:
         print_tables(rows, tables, title)
     if chip == "gh100" and table == "tensor":
@@ -393,7 +432,7 @@ def _profile_table(args, target, table, names, metrics_for, tables, row_for, sco
               "size": n, "clock_control": "none", "rows": rows, "raw_csv": files, "failures": failures,
               "launches": [{"name": name, "kernel": launch.kernel, "command": argv, "metrics": launch.metrics,
                             "units": launch.units} for name, launch, argv in launches]}
-    path = report.write_json(NCU_DIR / f"{table}_{arch}{scope}.json", record)
+    path = report.write_json(ncu_dir(lab) / f"{table}_{arch}{scope}.json", record)
     print(f"\nfull data: {path.relative_to(LAB)}; raw ncu CSV: {', '.join(files) or 'none'}")
     if failures:
         raise CourseError("ncu failed on some kernels:\n  " + "\n  ".join(failures),
@@ -401,15 +440,25 @@ def _profile_table(args, target, table, names, metrics_for, tables, row_for, sco
     return rows
 
 
-def ncu_table(args):
-    chosen = _kernels_option(args.kernels, NCU_TABLE)
-    return _profile_table(args, "ncu-table", "fp32", chosen or NCU_TABLE, nm.fp32_metrics, FP32_TABLES,
-                          lambda name, launch, n, chip: fp32_row(name, launch, n), _scope(chosen))
+def _nothing_to_profile(lab, target, names):
+    if not names:
+        raise CourseError(f"{lab.name} has no kernels for `make {target}`",
+                          hint="ncu-table profiles FFMA (fp32) kernels, ncu-tensor tensor-core ones")
 
 
-def ncu_tensor(args):
-    chosen = _kernels_option(args.kernels, NCU_TENSOR)
-    return _profile_table(args, "ncu-tensor", "tensor", chosen or NCU_TENSOR, nm.tensor_metrics, TENSOR_TABLES,
+def ncu_table(lab, args):
+    allowed = ncu_table_names(lab)
+    _nothing_to_profile(lab, "ncu-table", allowed)
+    chosen = _kernels_option(args.kernels, allowed)
+    return _profile_table(lab, args, "ncu-table", "fp32", chosen or allowed, nm.fp32_metrics, FP32_TABLES,
+                          fp32_row, _scope(chosen))
+
+
+def ncu_tensor(lab, args):
+    allowed = ncu_tensor_names(lab)
+    _nothing_to_profile(lab, "ncu-tensor", allowed)
+    chosen = _kernels_option(args.kernels, allowed)
+    return _profile_table(lab, args, "ncu-tensor", "tensor", chosen or allowed, nm.tensor_metrics, TENSOR_TABLES,
                           tensor_row, _scope(chosen))
 
 
@@ -418,26 +467,29 @@ SUMMARY_COLUMNS = [K, ("time_us", "time us", ".1f"), ("tflops", "TFLOP/s", ".1f"
                    ("occupancy_achieved_pct", "occ. achieved %", ".1f"), ("top_stalls", "top stall reasons", "")]
 
 
-def ncu_full(args):
-    """`make ncu KERNEL=v7`: the full set (--set full) into one report file for the GUI."""
+def ncu_full(lab, args):
+    """`make ncu KERNEL=name`: the full set (--set full) into one report file for the GUI."""
     name = args.kernel
+    names = profile_names(lab)
     if not name:
-        raise CourseError("make ncu needs KERNEL=<name>", hint=f"e.g. make ncu KERNEL=v7; names: {', '.join(PROFILE_NAMES)}")
-    if name not in PROFILE_NAMES:
-        raise CourseError(f"there is no kernel {name!r} to profile", hint=f"names: {', '.join(PROFILE_NAMES)}")
-    n = args.size
-    arch = needs_gpu("ncu")
+        raise CourseError("make ncu needs KERNEL=<name>", hint=f"e.g. make ncu KERNEL={names[0] if names else 'name'}; "
+                                                                f"names: {', '.join(names)}")
+    if name not in names:
+        raise CourseError(f"there is no kernel {name!r} to profile", hint=f"names: {', '.join(names)}")
+    n = args.size or lab.option("PROFILE_SIZE", PROFILE_SIZE)
+    arch = needs_gpu("ncu", lab)
     exe = ncu.find_ncu()
-    if name not in CUBLAS:
-        lab07.build([KERNELS[name]], [arch])
-    NCU_DIR.mkdir(parents=True, exist_ok=True)
-    out = NCU_DIR / f"{name}_{arch}_{n}.ncu-rep"
+    if not cublas_precision(name):
+        lab.build([lab.kernel(name)], [arch])
+    LAB = lab.dir
+    ncu_dir(lab).mkdir(parents=True, exist_ok=True)
+    out = ncu_dir(lab) / f"{name}_{arch}_{n}.ncu-rep"
     report.progress(0, 1, f"ncu --set full: {name} at {n}^3 (a minute or two: about 40 passes)")
-    run = ncu.run(ncu_argv(exe, name, n, section_set="full", export=out), cwd=LAB, what=name)
+    run = ncu.run(ncu_argv(lab, exe, name, n, section_set="full", export=out), cwd=lab.dir.parents[1], what=name)
     out.with_suffix(".log").write_text(run.log())
     report.progress(1, 1, "ncu: done")
     raw = ncu.run([exe, "--import", str(out), "--csv", "--page", "raw", "--print-units", "base"], what=str(out))
-    rows = [_common_columns(name, launch, n) for launch in ncu.parse_csv(raw.stdout)]
+    rows = [_common_columns(lab, name, launch, n) for launch in ncu.parse_csv(raw.stdout)]
     print(report.table(rows, SUMMARY_COLUMNS, title=f"\n{name} at {n}^3 on {arch} (key values; everything else is in the report)"))
     print(f"\nreport: {out.relative_to(LAB)}  (open it in the Nsight Compute GUI: ncu-ui {out.relative_to(LAB)})")
 
@@ -488,23 +540,27 @@ def sanitizer_argv(exe, tool, program):
     return sanitizer.command(exe, tool, program, padding=padding)
 
 
-def sanitize(args):
-    names = _kernels_option(args.kernels, [k.name for k in FP32 + FP16])
-    arch = needs_gpu("sanitize")
+def sanitize(lab, args):
+    own = lab.own()
+    names = _kernels_option(args.kernels, [k.name for k in own])
+    arch = needs_gpu("sanitize", lab)
     exe = sanitizer.find_sanitizer()
-    kernels = [KERNELS[x] for x in names] if names else FP32 + FP16
-    lab07.build(kernels, [arch])
-    plan = sanitize_plan(kernels)
+    kernels = [lab.kernel(x) for x in names] if names else own
+    kernels = [k for k in kernels if lab.build_arch(k, arch)]
+    lab.build(kernels, [arch])
+    plan = sanitize_plan(lab, kernels)
     entries = [entry for _, _, entry, _ in plan]
-    program = [sys.executable, str(LAB / "lab07.py"), "profile", "--sanitize-run"]
+    prog = program(lab, "--sanitize-run")
     if names:
-        program += ["--kernels", ",".join(names)]
+        prog += ["--kernels", ",".join(k.name for k in kernels)]
+    LAB = lab.dir
+    SANITIZE_DIR = sanitize_dir(lab)
     SANITIZE_DIR.mkdir(parents=True, exist_ok=True)
     results = {}
     for i, tool in enumerate(sanitizer.TOOLS):
         report.progress(i, len(sanitizer.TOOLS), f"compute-sanitizer --tool {tool}: {len(entries)} entry points")
-        argv = sanitizer_argv(exe, tool, program)
-        proc = subprocess.run(argv, cwd=LAB, capture_output=True, text=True,
+        argv = sanitizer_argv(exe, tool, prog)
+        proc = subprocess.run(argv, cwd=lab.dir.parents[1], capture_output=True, text=True,
                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
         text = proc.stdout + proc.stderr
         log = SANITIZE_DIR / f"{tool}_{arch}{_scope(names)}.txt"
@@ -514,7 +570,7 @@ def sanitize(args):
                          str(log.relative_to(LAB)))
     report.progress(len(sanitizer.TOOLS), len(sanitizer.TOOLS), "compute-sanitizer: done")
     rows, problems = summarize(plan, results)
-    shapes = ", ".join("x".join(map(str, s)) for s in SANITIZE_SHAPES)
+    shapes = ", ".join("x".join(map(str, s)) for s in sanitize_shapes(lab))
     cols = [K, ("entry", "entry point", ""), ("shapes", "shapes", "d")] + [(t, t, "") for t in sanitizer.TOOLS]
     padding = MEMCHECK_PADDING if sanitizer.supports_padding(exe) else 0
     guard = (f"memcheck with --padding {padding} (a guard after every buffer)" if padding
@@ -522,7 +578,7 @@ def sanitize(args):
                   "may land in the next and go unseen")
     print(report.table(rows, cols, title=f"\ncompute-sanitizer {sanitizer.sanitizer_version(exe)} on {arch}; "
                                          f"shapes (MxNxK, each where the kernel's rules allow): {shapes}; {guard}"))
-    record = {"what": "make sanitize", "run": report.run_info(LAB), "arch": arch, "shapes": SANITIZE_SHAPES,
+    record = {"what": "make sanitize", "run": report.run_info(LAB), "arch": arch, "shapes": sanitize_shapes(lab),
               "sanitizer": sanitizer.sanitizer_version(exe), "memcheck_padding": padding,
               "rows": rows, "problems": problems,
               "logs": {t: r[3] for t, r in results.items()},
@@ -537,27 +593,4 @@ def sanitize(args):
     return rows
 
 
-# ---------------------------------------------------------------------------------------------
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="target", required=True)
-    p = sub.add_parser("ncu-table", help="ncu on v3-v7 and cuBLAS SGEMM: shared loads, wavefronts, stalls")
-    p.add_argument("--kernels", default=None, help=f"a comma list (default: {','.join(NCU_TABLE)})")
-    p.add_argument("--size", type=int, default=PROFILE_SIZE)
-    p = sub.add_parser("ncu-tensor", help="ncu on t1-t3 and cuBLAS HGEMM: tensor pipes, memory, occupancy")
-    p.add_argument("--kernels", default=None, help=f"a comma list (default: {','.join(NCU_TENSOR)})")
-    p.add_argument("--size", type=int, default=PROFILE_SIZE)
-    p = sub.add_parser("ncu", help="the full ncu report of one kernel, for the GUI")
-    p.add_argument("--kernel", default=None, help=", ".join(PROFILE_NAMES))
-    p.add_argument("--size", type=int, default=PROFILE_SIZE)
-    p = sub.add_parser("sanitize", help="compute-sanitizer's four tools over every kernel and variant")
-    p.add_argument("--kernels", default=None, help="a comma list (default: all)")
-    args = parser.parse_args(argv)
-    targets = {"ncu-table": ncu_table, "ncu-tensor": ncu_tensor, "ncu": ncu_full, "sanitize": sanitize}
-    with user_errors():
-        targets[args.target](args)
-
-
-if __name__ == "__main__":
-    main()
+TARGETS = {"ncu-table": ncu_table, "ncu-tensor": ncu_tensor, "ncu": ncu_full, "sanitize": sanitize}

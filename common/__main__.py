@@ -1,0 +1,99 @@
+"""The one way in: `python -m common <target> --lab labs/<lab> [options]` (the Makefiles call this).
+
+    build      compile every kernel; registers, spills and shared memory      (--arch sm_86|all)
+    bench      TFLOP/s, % of peak and % of cuBLAS of every ladder              (--sizes, --ladder)
+    sass       opcode counts per kernel from cuobjdump -sass                    (--arch)
+    tune       other parameters of each ladder's tuning kernel                  (--size, --budget)
+    selfcheck  every kernel and variant on a few awkward shapes
+    ncu-table, ncu-tensor, ncu, sanitize   the profilers (common/profiling.py)  (--kernels, --kernel)
+    profile    the program ncu and compute-sanitizer run                        (--kernel | --sanitize-run)
+    workspace, grade, grade-selftest       the graded exercises (common/grading)
+    labs       list the labs
+"""
+import argparse
+import sys
+
+from .errors import CourseError, user_errors
+
+GRADING = ("workspace", "grade", "grade-selftest")
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="python -m common", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="target", required=True)
+
+    def target(name, help_text, lab=True):
+        t = sub.add_parser(name, help=help_text)
+        if lab:
+            t.add_argument("--lab", required=True, help="the lab's folder, e.g. labs/lab07-matmul-registers")
+        return t
+
+    t = target("build", "compile every kernel; registers, spills, shared memory")
+    t.add_argument("--arch", default=None, help="sm_XY, a comma list, or 'all' (default: this GPU's, or all)")
+    t = target("bench", "TFLOP/s, % of peak and % of cuBLAS")
+    t.add_argument("--sizes", default=None, help="comma list of M = N = K (default: the lab's BENCH_SIZES)")
+    t.add_argument("--ladder", default=None, help="one ladder, or a comma list (default: all)")
+    t = target("sass", "opcode counts per kernel")
+    t.add_argument("--arch", default=None)
+    t = target("tune", "other tile parameters, timed against cuBLAS")
+    t.add_argument("--size", type=int, default=None)
+    t.add_argument("--budget", type=float, default=None, help="seconds of timing at most (default: no limit)")
+    target("selfcheck", "every kernel and variant on a few awkward shapes")
+    for name, what in (("ncu-table", "ncu on the FFMA kernels and cuBLAS SGEMM"),
+                       ("ncu-tensor", "ncu on the tensor-core kernels and cuBLAS"),
+                       ("sanitize", "compute-sanitizer's four tools over every kernel and variant")):
+        t = target(name, what)
+        t.add_argument("--kernels", default=None, help="a comma list (default: all of them)")
+        t.add_argument("--size", type=int, default=None)
+    t = target("ncu", "the full ncu report of one kernel, for the GUI")
+    t.add_argument("--kernel", default=None)
+    t.add_argument("--size", type=int, default=None)
+    t = target("profile", "the program the profilers run")
+    t.add_argument("--kernel", default=None)
+    t.add_argument("--variant", default=None)
+    t.add_argument("--size", type=int, default=2048)
+    t.add_argument("--sanitize-run", action="store_true")
+    t.add_argument("--kernels", default=None)
+    t = target("workspace", "your exercises: the kernels with TODOs")
+    t.add_argument("--dest", default=None)
+    t.add_argument("--force", action="store_true")
+    t = target("grade", "grade a workspace")
+    t.add_argument("--workspace", default=None)
+    t.add_argument("--parts", default=None)
+    t.add_argument("--no-gpu", action="store_true")
+    t.add_argument("--json", default=None)
+    t.add_argument("--arch", default=None)
+    t.add_argument("--seed", type=int, default=None)
+    t = target("grade-selftest", "the grader graded")
+    t.add_argument("--no-gpu", action="store_true")
+    t.add_argument("--json", default=None)
+    target("labs", "list the labs", lab=False)
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    with user_errors():
+        if args.target == "labs":
+            from .lab import all_lab_dirs, load
+            for d in all_lab_dirs():
+                print(f"{d.name:32s} {load(d).title}")
+            return 0
+        from .lab import load
+        lab = load(args.lab)
+        if args.target in GRADING:
+            from . import grading
+            return grading.main(lab, args)
+        from . import profiling, targets
+        if args.target == "profile":
+            return profiling.profile(lab, args)
+        if args.target in profiling.TARGETS:
+            return profiling.TARGETS[args.target](lab, args)
+        fn = getattr(targets, args.target)
+        fn(lab, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main() or 0)

@@ -1,0 +1,138 @@
+"""Precisions: everything that depends on what a kernel multiplies, in one table.
+
+    PRECISIONS["fp32"], ["fp16_tensor"], ["tf32_tensor"], ["bf16_tensor"]   Precision rows
+    precision(name)                 -> the row; CourseError naming the choices
+    p.input_dtype, p.element_bytes  what A and B hold on the device (numpy dtype; BF16 as uint16 bits)
+    p.random_inputs(M, N, K, rng)   -> (A, B) ready to upload: fresh uniform(-1, 1) data, rounded
+    p.reference_inputs(A, B)        -> (A, B) as float64 values the kernel sees (BF16 bits decoded)
+    p.tolerance(K, abs_ref, input_roundoff=None)   the per-element bound, see below
+    p.peak(peaks)                   this precision's peak from device.peak_tflops(facts)
+    p.cublas(blas)                  the bound cuBLAS call (M, N, K, a, b, c) of the same precision
+    p.title, p.cublas_mode, p.ladder_title   what tables and charts print
+
+Why the tolerances. For any order of summation, a length-K dot product computed in floating point
+with unit roundoff u obeys |fl(x.y) - x.y| <= gamma_K |x|.|y|, gamma_K = K u / (1 - K u) (Higham,
+Accuracy and Stability of Numerical Algorithms, 2nd ed., eq. 3.5). The reference is the float64
+product of the inputs as the kernel receives them, so only the kernel's own arithmetic is measured:
+
+  fp32         FFMA, u = 2^-24 (round to nearest). Inputs uniform in (-1, 1): a typical |a b| is 1/4,
+               so the bound is about K^2 u / 4, a fraction of one product at K ~ 1000: a kernel that
+               drops or repeats a single product is caught there, a wrong tile at any K.
+  fp16_tensor  FP16 inputs (exact products in FP32), FP32 accumulation inside the MMA with the
+               products aligned to the largest exponent and truncated, not rounded (Fasi, Higham,
+               Mikaitis, Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ CS 2021):
+               up to one FP32 ulp (2u) per addition plus one bit of alignment: 4u = 2^-22 per step.
+  bf16_tensor  the same accumulation as fp16_tensor (BF16 products are exact in FP32 too).
+  tf32_tensor  FP32 inputs that the tensor core reads as TF32 (10 explicit mantissa bits). Each
+               input is off by at most 2^-11 relative when the kernel rounds it (cvt.rna.tf32.f32),
+               2^-10 when the hardware drops the low 13 bits; a product of two such inputs is off by
+               at most (1 + e)^2 - 1 = 2e + e^2. Then the same accumulation as fp16_tensor:
+               bound = (2e + e^2 + gamma_K(2^-22)) |A|.|B|. The input term does not grow with K: it
+               is what makes TF32 results differ from FP32 ones at K = 1 already. A kernel row says
+               which rounding its kernel does (Kernel.input_roundoff); the default is truncation,
+               the looser of the two.
+
+A kernel that computes in a narrower type than it claims fails these bounds: BF16 inputs (8 bits) are
+off by 2^-9, four times TF32's truncation; FP16 has TF32's mantissa but not its range, so the TF32
+inputs are drawn over a wide range of magnitudes (2^-20 to 2^20, `wide_range`), which FP16 turns
+into zeros and infinities.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import CourseError
+
+
+def _gamma(K, u):
+    return K * u / (1.0 - K * u)
+
+
+def bf16_bits(x):
+    """float32 values rounded to BF16 (nearest even), as uint16 bit patterns."""
+    b = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+def bf16_values(bits):
+    """uint16 BF16 bit patterns as float64 values."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class Precision:
+    name: str                   # the key: "fp32", "fp16_tensor", ...
+    title: str                  # how tables name it
+    input_dtype: type           # numpy dtype of A and B on the device
+    unit_roundoff: float        # per accumulation step (see the module docstring)
+    input_roundoff: float       # per input, relative (0: the kernel gets the inputs exactly)
+    peak_key: str               # key in device.peak_tflops(facts)
+    cublas_call: str            # method of common.cublas.Cublas
+    cublas_mode: str            # the baseline's math mode, as every table says it
+    wide_range: bool = False    # draw inputs over 2^-20 .. 2^20 (see the module docstring)
+
+    @property
+    def element_bytes(self):
+        return np.dtype(self.input_dtype).itemsize
+
+    @property
+    def ladder_title(self):
+        return self.title
+
+    def _draw(self, rows, cols, rng):
+        x = rng.uniform(-1.0, 1.0, size=(rows, cols))
+        if self.wide_range:
+            x *= np.exp2(rng.integers(-20, 21, size=(rows, 1)))   # one magnitude per row of A / B
+        return x
+
+    def to_device_values(self, x):
+        """float64 values -> what A or B holds on the device."""
+        if self.name == "bf16_tensor":
+            return bf16_bits(x.astype(np.float32))
+        return x.astype(self.input_dtype)
+
+    def random_inputs(self, M, N, K, rng):
+        """A (M x K) and B (K x N), fresh draws every call: never reused, never zeros."""
+        return (self.to_device_values(self._draw(M, K, rng)), self.to_device_values(self._draw(K, N, rng)))
+
+    def reference_inputs(self, A, B):
+        """The inputs as float64 values (what the kernel multiplies, before its own rounding)."""
+        if self.name == "bf16_tensor":
+            return bf16_values(A), bf16_values(B)
+        return A.astype(np.float64), B.astype(np.float64)
+
+    def tolerance(self, K, abs_ref, input_roundoff=None):
+        """Per-element bound on |C - ref| (module docstring). abs_ref = |A|.|B| in float64."""
+        e = self.input_roundoff if input_roundoff is None else input_roundoff
+        return (2 * e + e * e + _gamma(K, self.unit_roundoff)) * abs_ref + np.finfo(np.float32).tiny
+
+    def peak(self, peaks):
+        return (peaks or {}).get(self.peak_key)
+
+    def cublas(self, blas):
+        return getattr(blas, self.cublas_call)
+
+
+PRECISIONS = {p.name: p for p in [
+    Precision("fp32", "FP32 (FFMA)", np.float32, 2.0 ** -24, 0.0, "fp32", "sgemm",
+              "cuBLAS SGEMM, FP32 FFMA (TF32 off)"),
+    Precision("fp16_tensor", "FP16 in, FP32 accumulate (tensor cores)", np.float16, 2.0 ** -22, 0.0,
+              "fp16_tensor", "hgemm", "cuBLAS GemmEx, FP16 in, FP32 accumulate and out"),
+    Precision("tf32_tensor", "FP32 in and out, TF32 tensor cores", np.float32, 2.0 ** -22, 2.0 ** -10,
+              "tf32_tensor", "tf32gemm", "cuBLAS GemmEx, FP32 in and out, CUBLAS_COMPUTE_32F_FAST_TF32",
+              wide_range=True),
+    Precision("bf16_tensor", "BF16 in, FP32 accumulate (tensor cores)", np.uint16, 2.0 ** -22, 0.0,
+              "bf16_tensor", "bf16gemm", "cuBLAS GemmEx, BF16 in, FP32 accumulate and out"),
+]}
+
+TF32_ROUNDED = 2.0 ** -11      # Kernel.input_roundoff of a kernel that rounds with cvt.rna.tf32.f32
+TF32_TRUNCATED = 2.0 ** -10    # ... of one that lets the tensor core drop the low mantissa bits
+
+
+def precision(name):
+    if isinstance(name, Precision):
+        return name
+    if name not in PRECISIONS:
+        raise CourseError(f"there is no precision {name!r}", hint=f"choose one of {', '.join(PRECISIONS)}")
+    return PRECISIONS[name]

@@ -1,0 +1,354 @@
+"""The Make targets every lab has: build, bench, sass, tune, selfcheck. Each takes a Lab, prints a
+short aligned table and writes its full data to a file (reports/ for build and sass, results/ for
+timings). `python -m common <target> --lab labs/<lab>` runs one (common/__main__.py).
+
+What each reads from the lab's table (common.lab):
+    build      every row (registers, spills, shared memory, on every architecture asked for)
+    bench      LADDERS, BENCH_SIZES (default 1024, 2048, 4096), EXTRA_BASELINES {ladder: [precision]}
+    sass       every row; rows with model["smem_loads_per_ffma"] get the loads-per-FFMA table
+    tune       TUNING {ladder: (kernel name, [parameter dicts])}; a recorded best is used by bench
+    selfcheck  SELFCHECK_SHAPES, every variant of every row on each shape it serves
+"""
+import datetime
+import re
+from pathlib import Path
+
+import numpy as np
+
+from . import build as nvbuild
+from . import check as checking
+from . import report, sass as sassmod
+from .errors import CourseError
+from .precision import precision
+
+BASELINE = "cuBLAS"
+DEFAULT_SIZES = [1024, 2048, 4096]
+SELFCHECK_SHAPES = [(1, 1, 8), (17, 33, 16), (130, 260, 104), (257, 129, 512), (300, 200, 8), (96, 385, 1000)]
+
+
+def needs_gpu(target, lab=None):
+    """This GPU's facts, or one short message: which target needs a GPU, and what works without one."""
+    from .device import gpu_status
+    ok, why = gpu_status()
+    if not ok:
+        where = f" {lab.dir.relative_to(lab.dir.parents[1])}/results/" if lab else " the lab's results/"
+        raise CourseError(f"`make {target}` needs an NVIDIA GPU, and cannot use one here: {why}",
+                          hint=f"run it on a machine with an NVIDIA GPU (sm_80 or newer); the numbers recorded on one are in"
+                               f"{where} and the walkthrough notebook shows them; `make`, `make sass` and `make test` "
+                               "work here")
+    from .device import gpu_facts
+    return gpu_facts()
+
+
+def _shown(lab, path):
+    try:
+        return str(Path(path).relative_to(lab.dir))
+    except ValueError:
+        return str(path)
+
+
+# --- make build ------------------------------------------------------------------------------
+
+def build_rows(lab, archs, kernels=None):
+    kernels = kernels or lab.all_kernels
+    res = lab.build(kernels, archs)
+    rows = []
+    for k in kernels:
+        for a in archs:
+            ba = lab.build_arch(k, a)
+            if ba is None:
+                continue
+            for v, entry in k.entries.items():
+                r = res[(k.name, ba)].get(entry)
+                if r is None:
+                    raise CourseError(f"{k.source} has no entry point {entry} for {ba}",
+                                      hint="the kernel table (lab.py) and the .cu file disagree")
+                spilled = r["spill_stores"] + r["spill_loads"] > 0 or r["stack"] > 0
+                rows.append({"kernel": k.label(v), "entry": entry, "arch": ba, **r,
+                             "dynamic_smem": k.shared_bytes, "flag": "SPILLS!" if spilled else ""})
+    return rows
+
+
+def build(lab, args):
+    archs = nvbuild.resolve_archs(getattr(args, "arch", None))
+    kernels = lab.all_kernels
+    report.progress(0, 1, f"compiling {len(kernels)} kernels of {lab.name} for {', '.join(archs)}")
+    rows = build_rows(lab, archs, kernels)
+    report.progress(1, 1, "compiled")
+    cols = [("kernel", "kernel", ""), ("arch", "arch", ""), ("registers", "regs", "d"),
+            ("spill_stores", "spill st B", "d"), ("spill_loads", "spill ld B", "d"),
+            ("smem", "static smem B", "d"), ("dynamic_smem", "dynamic smem B", "d"), ("stack", "stack B", "d"),
+            ("flag", "", "")]
+    print(report.table(rows, cols, title=f"{lab.title}: registers, spills, shared memory (-Xptxas -v)"))
+    path = report.write_json(lab.reports_dir / "build.json", {"archs": archs, "kernels": rows})
+    print(f"full data: {_shown(lab, path)}")
+    spills = [f"{r['entry']} ({r['arch']})" for r in rows if r["flag"]]
+    if spills:
+        print("\n" + "!" * 72 + f"\n!! SPILLS to local memory in: {', '.join(spills)}\n"
+              "!! registers ran out: accumulators live in slow local memory (LDL/STL in `make sass`)\n" + "!" * 72)
+    return rows
+
+
+# --- make sass -------------------------------------------------------------------------------
+
+def sass_counts(lab, arch, kernels=None):
+    """{entry: family counts} for every entry point of `kernels` that builds for `arch`."""
+    kernels = [k for k in (kernels or lab.all_kernels) if lab.build_arch(k, arch)]
+    lab.build(kernels, [arch])
+    out = {}
+    for k in kernels:
+        counts = sassmod.opcode_counts(sassmod.disassemble(k.cubin(lab.build_dir_of(k), lab.build_arch(k, arch))))
+        for v, entry in k.entries.items():
+            if entry not in counts:
+                raise CourseError(f"{entry} is missing from the SASS of {k.source}")
+            out[entry] = {"kernel": k.label(v), "opcodes": dict(counts[entry]), **sassmod.family_counts(counts[entry])}
+    return out
+
+
+def sass(lab, args):
+    archs = nvbuild.resolve_archs(getattr(args, "arch", None))
+    if getattr(args, "arch", None) is None and len(archs) > 1:
+        archs = [a for a in archs if a == "sm_90"] or archs[:1]
+        print(f"(no GPU here: showing {archs[0]}; ARCH=sm_XY picks another, ARCH=all shows every one)")
+    record = {}
+    for arch in archs:
+        counts = sass_counts(lab, arch)
+        record[arch] = counts
+        columns = [c for c in sassmod.COLUMNS if any(r[c] for r in counts.values())] or sassmod.COLUMNS
+        cols = [("kernel", "kernel", "")] + [(c, c, "d") for c in columns]
+        print(report.table(list(counts.values()), cols,
+                           title=f"\nStatic SASS opcode counts, {arch} (cuobjdump -sass; each instruction counted once)"))
+        model_rows = []
+        for k in lab.all_kernels:
+            if "smem_loads_per_ffma" not in k.model or not lab.build_arch(k, arch):
+                continue
+            for v, entry in k.entries.items():
+                c = counts[entry]
+                loads = c["LDS"] + c["LDS.128"]
+                model_rows.append({"kernel": c["kernel"], "model": k.model["smem_loads_per_ffma"],
+                                   "measured": loads / c["FFMA"] if c["FFMA"] else None,
+                                   "LDS": c["LDS"], "LDS.128": c["LDS.128"], "FFMA": c["FFMA"]})
+        if model_rows:
+            print(report.table(model_rows, [("kernel", "kernel", ""), ("model", "chapter: loads/FFMA", ".4f"),
+                                            ("measured", "SASS: (LDS+LDS.128)/FFMA", ".4f"),
+                                            ("LDS", "LDS", "d"), ("LDS.128", "LDS.128", "d"), ("FFMA", "FFMA", "d")],
+                               title="\nShared-load instructions per FFMA: the chapter's model against the compiled code"))
+            print("\nWhy the two columns differ: the lab README, 'Reading make sass'.")
+    path = report.write_json(lab.reports_dir / "sass.json", record)
+    print(f"full data (every opcode): {_shown(lab, path)}")
+    return record
+
+
+# --- make bench ------------------------------------------------------------------------------
+
+def _slug(name):
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def ladder_info(lab, ladder, facts=None):
+    """What a record says about one ladder: its precision, title, baseline and peak."""
+    p = lab.ladder_precision(ladder)
+    return {"precision": p.name, "title": p.title, "baseline_mode": p.cublas_mode,
+            "peak_tflops": p.peak((facts or {}).get("peaks"))}
+
+
+def bench(lab, args, kernels_by_ladder=None, sizes=None, stem=None, out_dir=None, quiet_tuned=False):
+    """Time the ladders against cuBLAS of the same precision; the record and charts go to out_dir
+    (default: the lab's results/). A ladder whose tuned configuration is recorded for this GPU gets
+    that build as one more row, said so in the output."""
+    from .cublas import Cublas
+    from .timing import L2Flusher, time_gpu
+
+    facts = needs_gpu("bench", lab)
+    import pycuda.driver as cuda
+    arch = facts["arch"]
+    sizes = sizes or ([int(s) for s in args.sizes.split(",")] if getattr(args, "sizes", None)
+                      else lab.option("BENCH_SIZES", DEFAULT_SIZES))
+    stem = stem or f"{lab.short}-bench"
+    if kernels_by_ladder is None:
+        wanted = getattr(args, "ladder", None)
+        names = list(lab.ladders) if wanted in (None, "", "all", "both") else wanted.split(",")
+        for n in names:
+            if n not in lab.ladders:
+                raise CourseError(f"{lab.name} has no ladder {n!r}", hint=f"ladders: {', '.join(lab.ladders)}")
+        kernels_by_ladder = {n: list(lab.ladders[n]) for n in names}
+        for n in names:
+            tuned = tuned_kernel(lab, n, facts)
+            if tuned is not None:
+                kernels_by_ladder[n].append(tuned)
+                print(f"{n}: also timing {tuned.name}, the best configuration `make tune` recorded for this GPU")
+    runnable = {}
+    for ladder, ks in kernels_by_ladder.items():
+        keep = []
+        for k in ks:
+            if lab.build_arch(k, arch) is None:
+                print(f"skipping {k.name}: it runs only on {', '.join(k.archs)}, this GPU is {arch}")
+            else:
+                keep.append(k)
+        runnable[ladder] = keep
+    report.progress(0, 1, f"building for {arch}")
+    lab.build([k for ks in runnable.values() for k in ks], [arch])
+    blas = Cublas()
+    flusher = L2Flusher(facts["l2_bytes"])
+    rng = np.random.default_rng()
+    results, failures = [], []
+    extra = lab.option("EXTRA_BASELINES", {})
+    steps = sum(len(sizes) * (len(ks) + 1 + len(extra.get(ld, []))) for ld, ks in runnable.items())
+    step = 0
+    for ladder, kernels in runnable.items():
+        prec = lab.ladder_precision(ladder)
+        peak = prec.peak(facts["peaks"])
+        for n in sizes:
+            M = N = K = n
+            flops = 2.0 * M * N * K
+            A, B = prec.random_inputs(M, N, K, rng)
+            report.progress(step, steps, f"{ladder} {n}^3: float64 reference on the CPU")
+            ref, abs_ref = checking.reference(*prec.reference_inputs(A, B))
+            a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
+            Cout = np.empty((M, N), np.float32)
+            cublas_ms = None
+            rows = [(BASELINE, None, prec)] + [(f"{BASELINE} {precision(x).name}", None, precision(x))
+                                               for x in extra.get(ladder, [])] + [(k.name, k, k.prec) for k in kernels]
+            for name, k, row_prec in rows:
+                step += 1
+                report.progress(step, steps, f"{ladder} {n}^3: {name}")
+                if k is None:
+                    call = row_prec.cublas(blas)
+                    run = (lambda call=call: call(M, N, K, a, b, c))
+                    variant = ""
+                    tol = row_prec.tolerance(K, abs_ref)
+                else:
+                    variant = k.variant_for(M, N, K)
+                    launch = lab.launcher(k, M, N, K, variant)
+                    run = (lambda launch=launch: launch(a, b, c))
+                    tol = k.prec.tolerance(K, abs_ref, k.input_roundoff)
+                cuda.memset_d32(c, checking.NAN_BITS, M * N)
+                t = time_gpu(run, flusher)
+                cuda.memcpy_dtoh(Cout, c)          # the result of the last timed repetition
+                v = checking.compare(Cout, ref, tol, label=f"{name} {n}^3")
+                if not v.ok:
+                    failures.append(str(v))
+                if name == BASELINE:
+                    cublas_ms = t.median_ms
+                tf = t.tflops(flops)
+                results.append({"ladder": ladder, "kernel": name, "variant": variant, "size": n, **t.as_dict(),
+                                "tflops": tf, "pct_of_peak": 100 * tf / peak if peak else None,
+                                "pct_of_cublas": 100 * cublas_ms / t.median_ms, "check": str(v), "check_ok": v.ok,
+                                **({"params": k.tiling.params} if k is not None and k.tag else {})})
+            a.free(); b.free(); c.free()
+    record = bench_report(lab, results, facts, sizes, list(runnable), blas, failures, stem, out_dir or lab.results_dir)
+    if failures:
+        raise CourseError("some results were wrong after timing:\n  " + "\n  ".join(failures),
+                          hint="run `make test` for the kernel that failed")
+    return record
+
+
+def bench_report(lab, results, facts, sizes, ladders, blas, failures, stem, out_dir):
+    """Print the tables (common/records.py formats them, for the notebooks too), write the JSON
+    record and the charts."""
+    from . import records
+    from .plots import ladder_chart
+    info = report.run_info(lab.dir)
+    day = datetime.date.today().isoformat()
+    record = {"what": stem, "lab": lab.name, "gpu": facts, "run": info, "sizes": sizes,
+              "ladders": {ld: ladder_info(lab, ld, facts) for ld in ladders},
+              "cublas": {"library": blas.path, "version": blas.version},
+              "timing": "CUDA events, 3 warm-ups, median of 10-50 repetitions, L2 flushed before each",
+              "results": results, "failures": failures}
+    print(f"\nGPU: {facts['name']} ({facts['arch']}), {facts['sms']} SMs, max {facts['sm_clock_max_mhz']:.0f} MHz, "
+          f"driver {facts.get('driver', '?')}; commit {info['commit'][:10]}{' (uncommitted changes)' if info['dirty_tree'] else ''}")
+    for ladder in ladders:
+        print("\n" + records.ladder_table(record, ladder))
+    for a, b in lab.option("BASELINE_RATIOS", []):
+        if a in ladders and b in ladders:
+            ratios = "  ".join(f"{n}³: {records.result(record, a, BASELINE, n)['tflops'] / records.result(record, b, BASELINE, n)['tflops']:.1f}x"
+                               for n in sizes)
+            print(f"\ncuBLAS {a} / cuBLAS {b}: {ratios}")
+    base = Path(out_dir) / f"{stem}_{_slug(facts['name'])}_{day}_{info['commit'][:7]}"
+    path = report.write_json(base.with_suffix(".json"), record)
+    charts = []
+    for ladder in ladders:
+        series, ns = records.series(record, ladder)
+        peak = record["ladders"][ladder]["peak_tflops"]
+        charts.append(ladder_chart(series, ns, f"{base}_{ladder}.png", baseline=BASELINE,
+                                   title=f"{lab.title.split(':')[0]}, {ladder} ladder on {facts['name']} ({day})",
+                                   ceiling=("peak", peak) if peak else None))
+    print(f"full data: {_shown(lab, path)}; charts: {', '.join(_shown(lab, c) for c in charts)}")
+    return record
+
+
+# --- make tune -------------------------------------------------------------------------------
+
+def tuned_path(lab, facts):
+    return lab.results_dir / f"{lab.short}-tuned_{_slug(facts['name'])}.json"
+
+
+def tuned_kernel(lab, ladder, facts):
+    """The best configuration `make tune` recorded for this GPU and ladder, as a row, or None."""
+    import json
+    path = tuned_path(lab, facts)
+    if not path.exists():
+        return None
+    best = json.loads(path.read_text()).get("best", {}).get(ladder)
+    if not best or not best.get("params"):
+        return None
+    base = lab.kernels.get(best["kernel"])
+    if base is None:
+        return None
+    try:
+        return base.with_params(**best["params"])
+    except CourseError:
+        return None
+
+
+def tune(lab, args):
+    """Other parameters for each ladder's TUNING kernel, timed against cuBLAS in the same run; the
+    best one per ladder is recorded for this GPU (`make bench` then times it too)."""
+    facts = needs_gpu("tune", lab)
+    arch = facts["arch"]
+    tuning = lab.option("TUNING", {})
+    if not tuning:
+        raise CourseError(f"{lab.name} has nothing to tune", hint="its table (lab.py) has no TUNING")
+    ladders = {}
+    for ladder, (name, candidates) in tuning.items():
+        base = lab.kernel(name)
+        keep = []
+        for i, p in enumerate(candidates):
+            k = base.with_params(**p)
+            report.progress(i, len(candidates), f"compiling {k.name}")
+            try:
+                lab.build([k], [lab.build_arch(k, arch)])   # a static_assert rejects an illegal candidate
+                keep.append(k)
+            except CourseError as e:
+                print(f"skipping {k.name}: {e.message.splitlines()[0]}")
+        ladders[ladder] = keep
+    record = bench(lab, args, kernels_by_ladder=ladders, sizes=[getattr(args, "size", None) or 4096],
+                   stem=f"{lab.short}-tune")
+    best = {}
+    for ladder, ks in ladders.items():
+        rows = [r for r in record["results"] if r["ladder"] == ladder and r["kernel"] != BASELINE and r["check_ok"]]
+        if rows:
+            top = max(rows, key=lambda r: r["tflops"])
+            k = next(k for k in ks if k.name == top["kernel"])
+            best[ladder] = {"kernel": k.base_name, "params": k.defines, "tflops": top["tflops"],
+                            "pct_of_cublas": top["pct_of_cublas"], "size": top["size"]}
+    path = report.write_json(tuned_path(lab, facts), {"gpu": facts["name"], "arch": arch, "run": record["run"],
+                                                       "best": best})
+    for ladder, b in best.items():
+        print(f"best {ladder}: {b['kernel']} {b['params'] or '(the default)'}: {b['tflops']:.1f} TFLOP/s, "
+              f"{b['pct_of_cublas']:.1f} % of cuBLAS")
+    print(f"recorded for `make bench` on this GPU: {_shown(lab, path)}")
+    return record
+
+
+# --- make selfcheck --------------------------------------------------------------------------
+
+def selfcheck(lab, args):
+    bad = 0
+    for k in lab.own():
+        for v, (M, N, K) in k.cases(lab.option("SELFCHECK_SHAPES", SELFCHECK_SHAPES)):
+            verdict = lab.check(k, M, N, K, variant=v)
+            bad += not verdict.ok
+            print(verdict)
+    if bad:
+        raise CourseError(f"{bad} check(s) failed")

@@ -1,0 +1,34 @@
+"""What the course's tests share (pytest imports every test file by its path, so nothing else is
+shared between test folders):
+
+    GPU_OK, GPU_TEXT      is there a usable CUDA GPU here, and what it is (or why not)
+    needs_gpu             a pytest mark: skip, saying why, where there is no GPU
+    lab_of(path)          the Lab whose folder holds `path` (a test file's __file__)
+    needs_cuobjdump()     skip, saying why, where cuobjdump -sass is missing
+"""
+from pathlib import Path
+
+import pytest
+
+from .device import gpu_status
+from .lab import load
+
+GPU_OK, GPU_TEXT = gpu_status()
+needs_gpu = pytest.mark.skipif(not GPU_OK, reason=f"needs a CUDA GPU: {GPU_TEXT}")
+
+
+def lab_of(path):
+    """The lab a file belongs to: the nearest folder above it with a lab.py."""
+    for d in Path(path).resolve().parents:
+        if (d / "lab.py").exists():
+            return load(d)
+    raise LookupError(f"{path} is not inside a lab folder")
+
+
+def needs_cuobjdump():
+    from .errors import CourseError
+    from .sass import find_cuobjdump
+    try:
+        find_cuobjdump()
+    except CourseError as e:
+        pytest.skip(f"needs cuobjdump: {e.message}")

@@ -1,0 +1,71 @@
+"""Lab 7, Matmul II: register blocking, warp tiling, tensor cores. The lab's table: data, no code.
+
+Every target of the course reads it (common/lab.py says how; `make help` lists the targets):
+the kernels in ladder order, their shape rules and the chapter's claims, and what the lab's
+benchmarks, profilers, notebooks and grader use. Each kernel's tile parameters live in its .cu file
+(read by common/tiling.py); the rows here say only what the source cannot.
+
+Adding a kernel is one .cu file in kernels/ and one row here.
+"""
+from common.kernels import Kernel
+from common.precision import TF32_TRUNCATED  # noqa: F401  (other labs' TF32 rows use these)
+
+TITLE = "Lab 7, Matmul II: register blocking, warp tiling, tensor cores"
+SHORT = "lab07"
+
+# ---------------------------------------------------------------------------------------------
+# The kernel table
+# ---------------------------------------------------------------------------------------------
+# Shape rules are predicates on (M, N, K); `choose` picks the variant a shape runs.
+
+
+def _vec4(M, N, K):       # float4 rows: every row of A and B starts 16-byte aligned
+    return "vec" if K % 4 == 0 and N % 4 == 0 else "scalar"
+
+
+def _vec8_b(M, N, K):     # 8 halves: every row of B starts 16-byte aligned
+    return "vec" if N % 8 == 0 else "scalar"
+
+
+K_MULTIPLE_OF_8 = (lambda M, N, K: K % 8 == 0, "K to be a multiple of 8 (rows of A are copied as 16-byte chunks of 8 halves)")
+
+FP32 = [
+    Kernel("v3", "v3_tiled.cu", {"": "sgemm_v3_tiled"}, "fp32",
+           title="shared-memory tiles, T = 16",
+           claim="the baseline: one FMA per two shared loads",
+           model={"smem_loads_per_ffma": 2.0}),
+    Kernel("v4", "v4_1d_blocktiling.cu", {"": "sgemm_v4_1d_blocktiling"}, "fp32",
+           title="1D register blocking, TM = 8",
+           claim="9 shared loads per 8 FMAs; Boehm measured 36 % of cuBLAS",
+           model={"smem_loads_per_ffma": 9 / 8}),
+    Kernel("v5", "v5_2d_blocktiling.cu", {"": "sgemm_v5_2d_blocktiling"}, "fp32",
+           title="2D register blocking, 8x8 per thread",
+           claim="16 shared loads per 64 FMAs; ~100 registers, 2 blocks per SM",
+           model={"smem_loads_per_ffma": 16 / 64}),
+    Kernel("v6", "v6_vectorized.cu", {"vec": "sgemm_v6_vec", "scalar": "sgemm_v6_scalar"}, "fp32", choose=_vec4,
+           title="float4 loads, transposed A tile, LDS.128",
+           claim="4 LDS.128 per 64 FMAs; 16-byte global loads when K and N are multiples of 4",
+           model={"smem_loads_per_ffma": 4 / 64}),
+    Kernel("v7", "v7_warptiling.cu", {"vec": "sgemm_v7_vec", "scalar": "sgemm_v7_scalar"}, "fp32", choose=_vec4,
+           title="warp tiling, 64x64 per warp",
+           claim="6 LDS.128 per 128 FMAs; the warp reads the perimeter of a square",
+           model={"smem_loads_per_ffma": 6 / 128}),
+]
+
+FP16 = [
+    Kernel("t1", "t1_wmma_global.cu", {"": "hgemm_t1_wmma_global"}, "fp16_tensor", rules=(K_MULTIPLE_OF_8,),
+           title="WMMA, fragments from global memory",
+           claim="tensor cores fed straight from global: every mma_sync waits for its loads"),
+    Kernel("t2", "t2_wmma_smem.cu", {"vec": "hgemm_t2_smem_vec", "scalar": "hgemm_t2_smem_scalar"}, "fp16_tensor",
+           rules=(K_MULTIPLE_OF_8,), choose=_vec8_b,
+           title="128x128 tile in shared memory, 8 warps of 64x32",
+           claim="each A fragment used twice, each B fragment four times, from registers"),
+    Kernel("t3", "t3_wmma_cp_async.cu", {"vec": "hgemm_t3_cp_async_vec", "scalar": "hgemm_t3_cp_async_scalar"},
+           "fp16_tensor", rules=(K_MULTIPLE_OF_8,), choose=_vec8_b,
+           title="t2 + cp.async double buffering",
+           claim="the copies of phase t+1 fly while phase t computes"),
+]
+
+LADDERS = {"fp32": FP32, "fp16": FP16}
+
+

@@ -1,0 +1,70 @@
+# Every target a lab has, defined once. A lab's Makefile is one line:   include ../../mk/lab.mk
+# Each target runs `python -m common <target> --lab <this folder>` from the repository root.
+#   make             build every kernel; registers, spills, shared memory per kernel
+#   make test        the lab's tests (GPU tests skip without a GPU)
+#   make bench       TFLOP/s, % of peak, % of cuBLAS of every ladder   (SIZES=1024,2048 LADDER=fp32)
+#   make sass        opcode counts per kernel (FFMA, LDS, LDS.128, HMMA, LDSM, LDGSTS, ...)
+#   make tune        other tile parameters of the tuning kernels; the best is recorded for bench
+#   make ncu-table   ncu on the FFMA kernels and cuBLAS SGEMM: shared loads per FFMA, wavefronts, stalls
+#   make ncu-tensor  ncu on the tensor-core kernels and cuBLAS: Speed of Light, tensor pipes, memory
+#   make ncu KERNEL=name   the full ncu report of one kernel, for the Nsight Compute GUI
+#   make sanitize    compute-sanitizer memcheck, racecheck, synccheck, initcheck on every kernel
+#   make workspace   your exercises: the kernels with TODOs (WORKSPACE=path; FORCE=1 replaces)
+#   make grade       grade the workspace, then the score report (PARTS=v4,v6 NOGPU=1 JSON=file)
+#   make grade-selftest  the grader graded: reference full marks, untouched zero, known-wrong kernels lose
+# ARCH=sm_86 (or ARCH=all) picks the architecture to build; by default, this GPU's (all five without one).
+# KERNELS=a,b limits ncu-table, ncu-tensor and sanitize to some kernels.
+
+COURSE_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
+LAB_DIR := $(CURDIR)
+PYTHON ?= $(if $(wildcard $(COURSE_ROOT)/.venv/bin/python),$(COURSE_ROOT)/.venv/bin/python,python3)
+# the one place that makes `common` importable for the targets (the venv has a .pth for the rest)
+export PYTHONPATH := $(COURSE_ROOT)$(if $(PYTHONPATH),:$(PYTHONPATH))
+COURSE := cd $(COURSE_ROOT) && $(PYTHON) -m common
+
+ARCH_FLAG := $(if $(ARCH),--arch $(ARCH))
+KERNELS_FLAG := $(if $(KERNELS),--kernels $(KERNELS))
+WORKSPACE ?= $(LAB_DIR)/workspace
+GRADE_FLAGS := --workspace $(abspath $(WORKSPACE)) $(if $(PARTS),--parts $(PARTS)) $(if $(NOGPU),--no-gpu) \
+               $(if $(JSON),--json $(abspath $(JSON))) $(ARCH_FLAG) $(if $(SEED),--seed $(SEED))
+
+.PHONY: build test bench sass tune selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest clean help
+
+build:
+	@$(COURSE) build --lab $(LAB_DIR) $(ARCH_FLAG)
+
+test: build
+	cd $(COURSE_ROOT) && $(PYTHON) -m pytest $(LAB_DIR)/tests
+
+bench: build
+	@$(COURSE) bench --lab $(LAB_DIR) $(if $(SIZES),--sizes $(SIZES)) $(if $(LADDER),--ladder $(LADDER))
+
+sass:
+	@$(COURSE) sass --lab $(LAB_DIR) $(ARCH_FLAG)
+
+tune:
+	@$(COURSE) tune --lab $(LAB_DIR) $(if $(SIZE),--size $(SIZE)) $(if $(BUDGET),--budget $(BUDGET))
+
+selfcheck: build
+	@$(COURSE) selfcheck --lab $(LAB_DIR)
+
+ncu-table ncu-tensor sanitize:
+	@$(COURSE) $@ --lab $(LAB_DIR) $(KERNELS_FLAG)
+
+ncu:
+	@$(COURSE) ncu --lab $(LAB_DIR) $(if $(KERNEL),--kernel $(KERNEL))
+
+workspace:
+	@$(COURSE) workspace --lab $(LAB_DIR) --dest $(abspath $(WORKSPACE)) $(if $(FORCE),--force)
+
+grade:
+	@$(COURSE) grade --lab $(LAB_DIR) $(GRADE_FLAGS)
+
+grade-selftest:
+	@$(COURSE) grade-selftest --lab $(LAB_DIR) $(if $(NOGPU),--no-gpu) $(if $(JSON),--json $(abspath $(JSON)))
+
+clean:
+	rm -rf build reports
+
+help:
+	@sed -n '2,17p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'
