@@ -6,12 +6,15 @@ What each reads from the lab's table (common.lab):
     build      every row (registers, spills, shared memory, on every architecture asked for)
     bench      LADDERS, BENCH_SIZES (default 1024, 2048, 4096), EXTRA_BASELINES {ladder: [precision]}
     sass       every row; rows with model["smem_loads_per_ffma"] get the loads-per-FFMA table
-    tune       TUNING {ladder: (kernel name, [parameter dicts])}; a recorded best is used by bench
+    tune       TUNING {ladder: Tuning(kernel, candidates, illegal, sizes)}; the best per GPU and size
+               class is recorded in results/<lab>-tuned_<gpu>.json, and bench times it as "name (tuned)"
     selfcheck  SELFCHECK_SHAPES, every variant of every row on each shape it serves
 """
 import datetime
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -152,19 +155,78 @@ def ladder_info(lab, ladder, facts=None):
             "peak_tflops": p.peak((facts or {}).get("peaks"))}
 
 
-def bench(lab, args, kernels_by_ladder=None, sizes=None, stem=None, out_dir=None, quiet_tuned=False):
-    """Time the ladders against cuBLAS of the same precision; the record and charts go to out_dir
-    (default: the lab's results/). A ladder whose tuned configuration is recorded for this GPU gets
-    that build as one more row, said so in the output."""
-    from .cublas import Cublas
-    from .timing import L2Flusher, time_gpu
+class Measurer:
+    """One GPU session's measuring kit: cuBLAS, the L2 flusher, fresh inputs per size. `rows(...)`
+    times cuBLAS of the ladder's precision first, then each kernel, and checks each result after
+    its timing loop against the float64 reference."""
 
+    def __init__(self, lab, facts):
+        from .cublas import Cublas
+        from .timing import L2Flusher
+        self.lab, self.facts = lab, facts
+        self.blas = Cublas()
+        self.flusher = L2Flusher(facts["l2_bytes"])
+        self.rng = np.random.default_rng()
+
+    def rows(self, ladder, kernels, n, extra_baselines=(), progress=None, deadline=None, budget_s=1.0):
+        """Results of one ladder at M = N = K = n (cuBLAS, extra baselines, kernels), as dicts.
+        With a deadline (time.monotonic()), kernels after it are left out (the tuner's budget)."""
+        import time
+        import pycuda.driver as cuda
+        from .timing import time_gpu
+        lab, prec = self.lab, self.lab.ladder_precision(ladder)
+        peak = prec.peak(self.facts["peaks"])
+        M = N = K = n
+        flops = 2.0 * M * N * K
+        A, B = prec.random_inputs(M, N, K, self.rng)
+        ref, abs_ref = checking.reference(*prec.reference_inputs(A, B))
+        a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
+        Cout = np.empty((M, N), np.float32)
+        out, cublas_ms = [], None
+        rows = [(BASELINE, None, prec)] + [(f"{BASELINE} {precision(x).name}", None, precision(x))
+                                           for x in extra_baselines] + [(k.name, k, k.prec) for k in kernels]
+        try:
+            for i, (name, k, row_prec) in enumerate(rows):
+                if deadline is not None and k is not None and time.monotonic() > deadline:
+                    print(f"time budget spent: {len(rows) - i} candidate(s) at {n}^3 not timed")
+                    break
+                if progress:
+                    progress(name)
+                if k is None:
+                    call = row_prec.cublas(self.blas)
+                    run = (lambda call=call: call(M, N, K, a, b, c))
+                    variant, tol = "", row_prec.tolerance(K, abs_ref)
+                else:
+                    variant = k.variant_for(M, N, K)
+                    launch = lab.launcher(k, M, N, K, variant)
+                    run = (lambda launch=launch: launch(a, b, c))
+                    tol = k.prec.tolerance(K, abs_ref, k.input_roundoff)
+                cuda.memset_d32(c, checking.NAN_BITS, M * N)
+                t = time_gpu(run, self.flusher, budget_s=budget_s)
+                cuda.memcpy_dtoh(Cout, c)          # the result of the last timed repetition
+                v = checking.compare(Cout, ref, tol, label=f"{name} {n}^3")
+                if name == BASELINE:
+                    cublas_ms = t.median_ms
+                tf = t.tflops(flops)
+                out.append({"ladder": ladder, "kernel": name, "variant": variant, "size": n, **t.as_dict(),
+                            "tflops": tf, "pct_of_peak": 100 * tf / peak if peak else None,
+                            "pct_of_cublas": 100 * cublas_ms / t.median_ms, "check": str(v), "check_ok": v.ok,
+                            **({"params": k.tiling.params} if k is not None and k.tag else {})})
+        finally:
+            a.free(); b.free(); c.free()
+        return out
+
+
+def bench(lab, args, kernels_by_ladder=None, sizes=None, stem=None, out_dir=None):
+    """Time the ladders against cuBLAS of the same precision; the record and charts go to out_dir
+    (default: the lab's results/). Where `make tune` recorded a best configuration for this GPU,
+    that build is one more row ("v8 (tuned)"), said so in the output."""
     facts = needs_gpu("bench", lab)
-    import pycuda.driver as cuda
     arch = facts["arch"]
     sizes = sizes or ([int(s) for s in args.sizes.split(",")] if getattr(args, "sizes", None)
                       else lab.option("BENCH_SIZES", DEFAULT_SIZES))
     stem = stem or f"{lab.short}-bench"
+    tuned = {}
     if kernels_by_ladder is None:
         wanted = getattr(args, "ladder", None)
         names = list(lab.ladders) if wanted in (None, "", "all", "both") else wanted.split(",")
@@ -173,10 +235,11 @@ def bench(lab, args, kernels_by_ladder=None, sizes=None, stem=None, out_dir=None
                 raise CourseError(f"{lab.name} has no ladder {n!r}", hint=f"ladders: {', '.join(lab.ladders)}")
         kernels_by_ladder = {n: list(lab.ladders[n]) for n in names}
         for n in names:
-            tuned = tuned_kernel(lab, n, facts)
-            if tuned is not None:
-                kernels_by_ladder[n].append(tuned)
-                print(f"{n}: also timing {tuned.name}, the best configuration `make tune` recorded for this GPU")
+            tuned[n] = {size: tuned_kernel(lab, n, facts, size) for size in sizes}
+            for size, k in tuned[n].items():
+                if k is not None:
+                    print(f"{n} {size}^3: also timing {k.name}, the best configuration `make tune` recorded "
+                          f"for this GPU (a {shape_class(size)} square)")
     runnable = {}
     for ladder, ks in kernels_by_ladder.items():
         keep = []
@@ -187,56 +250,28 @@ def bench(lab, args, kernels_by_ladder=None, sizes=None, stem=None, out_dir=None
                 keep.append(k)
         runnable[ladder] = keep
     report.progress(0, 1, f"building for {arch}")
-    lab.build([k for ks in runnable.values() for k in ks], [arch])
-    blas = Cublas()
-    flusher = L2Flusher(facts["l2_bytes"])
-    rng = np.random.default_rng()
-    results, failures = [], []
+    lab.build([k for ks in runnable.values() for k in ks] +
+              [k for t in tuned.values() for k in t.values() if k is not None], [arch])
+    m = Measurer(lab, facts)
     extra = lab.option("EXTRA_BASELINES", {})
-    steps = sum(len(sizes) * (len(ks) + 1 + len(extra.get(ld, []))) for ld, ks in runnable.items())
-    step = 0
+    steps = sum(len(sizes) * (len(ks) + 2 + len(extra.get(ld, []))) for ld, ks in runnable.items())
+    step = [0]
+    results = []
     for ladder, kernels in runnable.items():
-        prec = lab.ladder_precision(ladder)
-        peak = prec.peak(facts["peaks"])
         for n in sizes:
-            M = N = K = n
-            flops = 2.0 * M * N * K
-            A, B = prec.random_inputs(M, N, K, rng)
-            report.progress(step, steps, f"{ladder} {n}^3: float64 reference on the CPU")
-            ref, abs_ref = checking.reference(*prec.reference_inputs(A, B))
-            a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
-            Cout = np.empty((M, N), np.float32)
-            cublas_ms = None
-            rows = [(BASELINE, None, prec)] + [(f"{BASELINE} {precision(x).name}", None, precision(x))
-                                               for x in extra.get(ladder, [])] + [(k.name, k, k.prec) for k in kernels]
-            for name, k, row_prec in rows:
-                step += 1
-                report.progress(step, steps, f"{ladder} {n}^3: {name}")
-                if k is None:
-                    call = row_prec.cublas(blas)
-                    run = (lambda call=call: call(M, N, K, a, b, c))
-                    variant = ""
-                    tol = row_prec.tolerance(K, abs_ref)
-                else:
-                    variant = k.variant_for(M, N, K)
-                    launch = lab.launcher(k, M, N, K, variant)
-                    run = (lambda launch=launch: launch(a, b, c))
-                    tol = k.prec.tolerance(K, abs_ref, k.input_roundoff)
-                cuda.memset_d32(c, checking.NAN_BITS, M * N)
-                t = time_gpu(run, flusher)
-                cuda.memcpy_dtoh(Cout, c)          # the result of the last timed repetition
-                v = checking.compare(Cout, ref, tol, label=f"{name} {n}^3")
-                if not v.ok:
-                    failures.append(str(v))
-                if name == BASELINE:
-                    cublas_ms = t.median_ms
-                tf = t.tflops(flops)
-                results.append({"ladder": ladder, "kernel": name, "variant": variant, "size": n, **t.as_dict(),
-                                "tflops": tf, "pct_of_peak": 100 * tf / peak if peak else None,
-                                "pct_of_cublas": 100 * cublas_ms / t.median_ms, "check": str(v), "check_ok": v.ok,
-                                **({"params": k.tiling.params} if k is not None and k.tag else {})})
-            a.free(); b.free(); c.free()
-    record = bench_report(lab, results, facts, sizes, list(runnable), blas, failures, stem, out_dir or lab.results_dir)
+            best = tuned.get(ladder, {}).get(n)
+            rows_k = kernels + ([best] if best is not None else [])
+
+            def progress(name, ladder=ladder, n=n):
+                step[0] += 1
+                report.progress(step[0], steps, f"{ladder} {n}^3: {name}")
+            rows = m.rows(ladder, rows_k, n, extra.get(ladder, []), progress)
+            for r in rows:
+                if best is not None and r["kernel"] == best.name:
+                    r["kernel"], r["tuned"] = f"{best.base_name} (tuned)", best.name
+            results += rows
+    failures = [r["check"] for r in results if not r["check_ok"]]
+    record = bench_report(lab, results, facts, sizes, list(runnable), m.blas, failures, stem, out_dir or lab.results_dir)
     if failures:
         raise CourseError("some results were wrong after timing:\n  " + "\n  ".join(failures),
                           hint="run `make test` for the kernel that failed")
@@ -277,19 +312,43 @@ def bench_report(lab, results, facts, sizes, ladders, blas, failures, stem, out_
     return record
 
 
-# --- make tune -------------------------------------------------------------------------------
+# --- make tune ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Tuning:
+    """What `make tune` searches for one ladder (a lab's TUNING = {ladder: Tuning(...)}).
+    kernel      the row whose parameters are searched ("v8")
+    candidates  parameter dicts ({} = the file's defaults, the taught configuration), or a callable
+                returning them
+    illegal     params -> None, or why the configuration breaks the kernel's static_asserts: checked
+                before anything is compiled (the kernel file's asserts, written once more in Python)
+    sizes       the squares it is timed at; the best per size class is recorded"""
+    kernel: str
+    candidates: object
+    illegal: Optional[Callable] = None
+    sizes: tuple = (4096,)
+
+    def configs(self):
+        c = self.candidates() if callable(self.candidates) else self.candidates
+        return [dict(p) for p in c]
+
+
+def shape_class(n):
+    """The size class a square's best configuration is recorded under."""
+    return "small" if n < 1536 else ("medium" if n < 3072 else "large")
+
 
 def tuned_path(lab, facts):
     return lab.results_dir / f"{lab.short}-tuned_{_slug(facts['name'])}.json"
 
 
-def tuned_kernel(lab, ladder, facts):
-    """The best configuration `make tune` recorded for this GPU and ladder, as a row, or None."""
+def tuned_kernel(lab, ladder, facts, size=4096):
+    """The best configuration `make tune` recorded for this GPU, ladder and size class, as a row, or None."""
     import json
     path = tuned_path(lab, facts)
     if not path.exists():
         return None
-    best = json.loads(path.read_text()).get("best", {}).get(ladder)
+    best = json.loads(path.read_text()).get("best", {}).get(ladder, {}).get(shape_class(size))
     if not best or not best.get("params"):
         return None
     base = lab.kernels.get(best["kernel"])
@@ -301,44 +360,109 @@ def tuned_kernel(lab, ladder, facts):
         return None
 
 
+def _as_tuning(spec):
+    return spec if isinstance(spec, Tuning) else Tuning(spec[0], spec[1])
+
+
+def tune_candidates(lab, ladder, spec, arch, jobs=None):
+    """(kept rows, rejected [(name, why)]): illegal configurations are refused before compiling,
+    the rest compiled in parallel, and any that spills or fails to compile is rejected."""
+    from concurrent.futures import ThreadPoolExecutor
+    import os
+    base = lab.kernel(spec.kernel)
+    rows, rejected = [], []
+    for p in spec.configs():
+        why = spec.illegal(p) if spec.illegal and p else None
+        k = base.with_params(**p) if p else base
+        if why:
+            rejected.append((k.name, f"illegal: {why}"))
+        else:
+            rows.append(k)
+    build_arch = lab.build_arch(base, arch)
+
+    def compile_one(k):
+        try:
+            res = lab.build([k], [arch], jobs=1)[(k.name, build_arch)]
+        except CourseError as e:
+            return k, f"did not compile: {e.message.splitlines()[-1][:160]}"
+        spilled = [e for e, r in res.items() if r["spill_stores"] or r["spill_loads"] or r["stack"]]
+        return k, (f"spills in {', '.join(spilled)}" if spilled else None)
+
+    kept, done = [], 0
+    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
+        for k, why in pool.map(compile_one, rows):
+            done += 1
+            report.progress(done, len(rows), f"{ladder}: compiled {k.name}")
+            if why:
+                rejected.append((k.name, why))
+            else:
+                kept.append(k)
+    return kept, rejected
+
+
 def tune(lab, args):
-    """Other parameters for each ladder's TUNING kernel, timed against cuBLAS in the same run; the
-    best one per ladder is recorded for this GPU (`make bench` then times it too)."""
+    """Search each ladder's TUNING space on this GPU: refuse illegal configurations before compiling,
+    compile the rest in parallel, reject spills, time the survivors against cuBLAS in the same run
+    (with --budget seconds, stop timing when it is spent), record every result, and the best per
+    ladder and size class for this GPU (`make bench` then times it too)."""
+    import time
     facts = needs_gpu("tune", lab)
     arch = facts["arch"]
     tuning = lab.option("TUNING", {})
     if not tuning:
         raise CourseError(f"{lab.name} has nothing to tune", hint="its table (lab.py) has no TUNING")
-    ladders = {}
-    for ladder, (name, candidates) in tuning.items():
-        base = lab.kernel(name)
-        keep = []
-        for i, p in enumerate(candidates):
-            k = base.with_params(**p)
-            report.progress(i, len(candidates), f"compiling {k.name}")
-            try:
-                lab.build([k], [lab.build_arch(k, arch)])   # a static_assert rejects an illegal candidate
-                keep.append(k)
-            except CourseError as e:
-                print(f"skipping {k.name}: {e.message.splitlines()[0]}")
-        ladders[ladder] = keep
-    record = bench(lab, args, kernels_by_ladder=ladders, sizes=[getattr(args, "size", None) or 4096],
-                   stem=f"{lab.short}-tune")
-    best = {}
-    for ladder, ks in ladders.items():
-        rows = [r for r in record["results"] if r["ladder"] == ladder and r["kernel"] != BASELINE and r["check_ok"]]
-        if rows:
-            top = max(rows, key=lambda r: r["tflops"])
-            k = next(k for k in ks if k.name == top["kernel"])
-            best[ladder] = {"kernel": k.base_name, "params": k.defines, "tflops": top["tflops"],
-                            "pct_of_cublas": top["pct_of_cublas"], "size": top["size"]}
-    path = report.write_json(tuned_path(lab, facts), {"gpu": facts["name"], "arch": arch, "run": record["run"],
-                                                       "best": best})
-    for ladder, b in best.items():
-        print(f"best {ladder}: {b['kernel']} {b['params'] or '(the default)'}: {b['tflops']:.1f} TFLOP/s, "
-              f"{b['pct_of_cublas']:.1f} % of cuBLAS")
-    print(f"recorded for `make bench` on this GPU: {_shown(lab, path)}")
-    return record
+    budget = getattr(args, "budget", None)
+    deadline = time.monotonic() + budget if budget else None
+    m = Measurer(lab, facts)
+    results, rejected_all, best = [], {}, {}
+    for ladder, spec in tuning.items():
+        spec = _as_tuning(spec)
+        kept, rejected = tune_candidates(lab, ladder, spec, arch)
+        rejected_all[ladder] = rejected
+        print(f"{ladder}: {len(kept)} configurations of {spec.kernel} to time, {len(rejected)} refused"
+              + "".join(f"\n  refused {n}: {why}" for n, why in rejected))
+        sizes = [args.size] if getattr(args, "size", None) else list(spec.sizes)
+        for n in sizes:
+            count = [0]
+
+            def progress(name, n=n, ladder=ladder):
+                count[0] += 1
+                report.progress(count[0], len(kept) + 1, f"tune {ladder} {n}^3: {name}")
+            rows = m.rows(ladder, kept, n, progress=progress, deadline=deadline, budget_s=0.3)
+            results += rows
+            ok = [r for r in rows if r["kernel"] != BASELINE and r["check_ok"]]
+            if ok:
+                top = max(ok, key=lambda r: r["tflops"])
+                k = next(k for k in kept if k.name == top["kernel"])
+                best.setdefault(ladder, {})[shape_class(n)] = {
+                    "kernel": k.base_name, "params": k.defines, "tflops": top["tflops"],
+                    "pct_of_cublas": top["pct_of_cublas"], "size": n}
+                shown = sorted(ok, key=lambda r: -r["tflops"])[:8]
+                base_row = next(r for r in rows if r["kernel"] == BASELINE)
+                print(report.table([base_row] + shown, [("kernel", "configuration", ""), ("tflops", "TFLOP/s", ".1f"),
+                                                        ("pct_of_cublas", "% cuBLAS", ".1f"),
+                                                        ("spread_pct", "spread %", ".1f"), ("check", "check", "")],
+                                   title=f"\n{ladder} at {n}^3: the best {len(shown)} of {len(ok)} "
+                                         f"({lab.ladder_precision(ladder).cublas_mode})"))
+            bad = [r["check"] for r in rows if not r["check_ok"]]
+            for line in bad:
+                print(f"  WRONG RESULT: {line}")
+    failures = [r["check"] for r in results if not r["check_ok"]]
+    stem = f"{lab.short}-tune"
+    info = report.run_info(lab.dir)
+    base = lab.results_dir / f"{stem}_{_slug(facts['name'])}_{datetime.date.today().isoformat()}_{info['commit'][:7]}"
+    path = report.write_json(base.with_suffix(".json"), {
+        "what": stem, "lab": lab.name, "gpu": facts, "run": info, "results": results, "failures": failures,
+        "refused": rejected_all, "best": best, "budget_s": budget,
+        "ladders": {ld: ladder_info(lab, ld, facts) for ld in tuning}})
+    tuned = report.write_json(tuned_path(lab, facts), {"gpu": facts["name"], "arch": arch, "run": info, "best": best,
+                                                        "from": _shown(lab, path)})
+    for ladder, classes in best.items():
+        for cls, b in classes.items():
+            print(f"best {ladder} ({cls} squares, timed at {b['size']}^3): {b['kernel']} {b['params'] or '(the default)'}: "
+                  f"{b['tflops']:.1f} TFLOP/s, {b['pct_of_cublas']:.1f} % of cuBLAS")
+    print(f"full data: {_shown(lab, path)}; the best, for `make bench` on this GPU: {_shown(lab, tuned)}")
+    return best
 
 
 # --- make selfcheck --------------------------------------------------------------------------

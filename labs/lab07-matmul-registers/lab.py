@@ -8,7 +8,7 @@ benchmarks, profilers, notebooks and grader use. Each kernel's tile parameters l
 Adding a kernel is one .cu file in kernels/ and one row here.
 """
 from common.kernels import Kernel
-from common.precision import TF32_TRUNCATED  # noqa: F401  (other labs' TF32 rows use these)
+from common.targets import Tuning
 
 TITLE = "Lab 7, Matmul II: register blocking, warp tiling, tensor cores"
 SHORT = "lab07"
@@ -69,3 +69,19 @@ FP16 = [
 LADDERS = {"fp32": FP32, "fp16": FP16}
 
 
+
+# ---------------------------------------------------------------------------------------------
+# What the targets read besides the rows
+# ---------------------------------------------------------------------------------------------
+BENCH_SIZES = [1024, 2048, 4096]
+BASELINE_RATIOS = [("fp16", "fp32")]        # make bench prints cuBLAS HGEMM / cuBLAS SGEMM: what FP16 is worth
+
+# make tune: the chapter's parameters first ({}), then one change at a time, then the best pairs.
+TUNING = {
+    "fp32": Tuning("v7", [dict(), dict(V7_PREFETCH=1), dict(BK=8), dict(BK=8, V7_PREFETCH=1),
+                          dict(WM=64, WN=32, WNITER=2), dict(WM=64, WN=32, WNITER=2, V7_PREFETCH=1),
+                          dict(BM=64, WM=32, TM=4), dict(BM=256), dict(BM=256, BK=8, V7_PREFETCH=1)]),
+    "fp16": Tuning("t3", [dict(), dict(STAGES=3), dict(STAGES=4), dict(BK=64), dict(BK=64, STAGES=3),
+                          dict(WN=64), dict(WN=64, STAGES=3), dict(WN=64, STAGES=4), dict(WN=64, BK=64, STAGES=3),
+                          dict(BN=256, WN=64, STAGES=3), dict(BM=256, WM=64, WN=64, STAGES=3)]),
+}
