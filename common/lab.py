@@ -156,7 +156,7 @@ class Lab:
             raise CourseError(f"{k.name} runs only on {', '.join(k.archs)}, and this GPU is {gpu}",
                               hint="its lab's README says which GPUs it needs; the other labs run here")
         func = load_function(str(k.cubin(self.build_dir_of(k), arch)), k.entries[variant], k.shared_bytes, k.signature)
-        return lambda a, b, c: k.launch(func, M, N, K, a, b, c, alpha=alpha, beta=beta)
+        return k.bound_launch(func, M, N, K, alpha=alpha, beta=beta)
 
     def random_inputs(self, k, M, N, K, rng):
         return self.kernel(k).prec.random_inputs(M, N, K, rng)

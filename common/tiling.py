@@ -252,6 +252,12 @@ class Tiling:
         return name in self.overrides or name in c.tunable or name in c.derived
 
     def value(self, name, _seen=()):
+        if not _seen:
+            return _cached_value(self.source, tuple(sorted(self.overrides.items())), name,
+                                 os.path.getmtime(self.source))
+        return self._value(name, _seen)
+
+    def _value(self, name, _seen=()):
         c = self.constants
         if name in _seen:
             raise CourseError(f"{Path(self.source).name}: {name} is defined in terms of itself")
@@ -266,15 +272,15 @@ class Tiling:
                               hint=f"the course reads {name} from the kernel file (common/tiling.py says how to write it)")
         seen = _seen + (name,)
 
-        def call(fname, args, depth=seen):
+        def call(fname, args, depth=seen):  # noqa: E306
             if fname not in c.functions:
                 raise ValueError(f"function {fname} is not a one-line constexpr function of the file")
             names, body = c.functions[fname]
             local = dict(zip(names, args))
-            return _Parser(_tokens(body), lambda n: local[n] if n in local else self.value(n, depth), call).parse()
+            return _Parser(_tokens(body), lambda n: local[n] if n in local else self._value(n, depth), call).parse()
 
         try:
-            return _Parser(_tokens(expr), lambda n: self.value(n, seen), call).parse()
+            return _Parser(_tokens(expr), lambda n: self._value(n, seen), call).parse()
         except CourseError:
             raise
         except (ValueError, ZeroDivisionError, KeyError) as e:
@@ -298,3 +304,8 @@ class Tiling:
     @classmethod
     def of(cls, source, overrides=None):
         return cls(str(source), dict(overrides or {}))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_value(source, overrides, name, mtime):
+    return Tiling(source, dict(overrides))._value(name)
