@@ -155,6 +155,7 @@ class Lab:
         if arch is None:
             raise CourseError(f"{k.name} runs only on {', '.join(k.archs)}, and this GPU is {gpu}",
                               hint="its lab's README says which GPUs it needs; the other labs run here")
+        check_shared_memory(k)
         func = load_function(str(k.cubin(self.build_dir_of(k), arch)), k.entries[variant], k.shared_bytes, k.signature)
         return k.bound_launch(func, M, N, K, alpha=alpha, beta=beta)
 
@@ -213,6 +214,19 @@ class Lab:
         v = variant if variant is not None else k.variant_for(M, N, K)
         extra = f" alpha={alpha:g} beta={beta:g}" if k.has_alpha_beta else ""
         return checking.compare(C, ref, tol, label=f"{k.label(v)} {M}x{N}x{K}{extra}")
+
+
+def check_shared_memory(k):
+    """The kernel's dynamic shared memory fits this GPU's per-block limit (the kernel files' static_asserts
+    allow Hopper's 227 KB; sm_86, sm_89 and sm_120 give 99 KB), or one message saying what to change."""
+    if k.shared_bytes <= 48 * 1024:
+        return
+    import pycuda.driver as cuda
+    from .device import init_gpu
+    limit = init_gpu().get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+    if k.shared_bytes > limit:
+        raise CourseError(f"{k.name} needs {k.shared_bytes / 1024:.1f} KB of shared memory per block; this GPU allows "
+                          f"{limit / 1024:.1f} KB", hint="choose a smaller tile or fewer STAGES (make tune skips it)")
 
 
 @functools.lru_cache(maxsize=None)

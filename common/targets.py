@@ -388,11 +388,17 @@ def tune_candidates(lab, ladder, spec, arch, jobs=None):
         spilled = [e for e, r in res.items() if r["spill_stores"] or r["spill_loads"] or r["stack"]]
         return k, (f"spills in {', '.join(spilled)}" if spilled else None)
 
+    from .lab import check_shared_memory
     kept, done = [], 0
     with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
         for k, why in pool.map(compile_one, rows):
             done += 1
             report.progress(done, len(rows), f"{ladder}: compiled {k.name}")
+            if not why:
+                try:
+                    check_shared_memory(k)
+                except CourseError as e:
+                    why = e.message
             if why:
                 rejected.append((k.name, why))
             else:

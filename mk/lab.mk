@@ -36,7 +36,7 @@ build:
 test: build
 	cd $(COURSE_ROOT) && $(PYTHON) -m pytest $(LAB_DIR)/tests
 
-bench: build
+bench:
 	@$(COURSE) bench --lab $(LAB_DIR) $(if $(SIZES),--sizes $(SIZES)) $(if $(LADDER),--ladder $(LADDER))
 
 sass:
@@ -45,7 +45,7 @@ sass:
 tune:
 	@$(COURSE) tune --lab $(LAB_DIR) $(if $(SIZE),--size $(SIZE)) $(if $(BUDGET),--budget $(BUDGET))
 
-selfcheck: build
+selfcheck:
 	@$(COURSE) selfcheck --lab $(LAB_DIR)
 
 ncu-table ncu-tensor sanitize:
