@@ -3,9 +3,10 @@ text and matplotlib Figures (no pyplot: display(fig) in a notebook, fig.savefig 
 
 Hierarchy
     SLIDER_OPTIONS                   the values each tile-size slider offers
-    hierarchy_view(name, arch, **sizes) -> (text, Figure or None): a preset with some sizes changed
+    hierarchy_view(lab, name, arch, **sizes) -> (text, Figure or None): one of the lab's kernels
+                                     (hierarchy.tiling) with some sizes changed
     hierarchy_text(row), hierarchy_figure(row)   one hierarchy.explore() row as text / as a figure
-    presets_table(arch)              every preset on one architecture, one line each
+    tilings_table(lab, arch)         every kernel the model describes on one architecture, one line each
 Fragments
     FAMILIES                         "m16n8k16" (FP16) and "m16n8k8" (TF32): the A, B, C fragment names
     lane_text(lane, family), fragment_figure(lane, family)   which elements a lane holds, where
@@ -18,6 +19,10 @@ Banks
                                      tile whose rows are stride_words (+ pad_words) 4-byte words long
     bank_text(addresses, access), bank_figure(addresses, access, title)
                                      per phase: banks and distinct words; per lane: the banks it touches
+    access_view(lab, name), strided_view(...)   (text, figure) of one of the lab's accesses / a column read
+    padding_vs_swizzle_table(lab=None, prefix="")   column reads padded and swizzled, then the lab's
+                                     accesses whose names start with prefix
+    main_loops_table(lab)            banks.predict_kernel for each kernel of the lab's BANK_MAIN_LOOPS
 """
 from math import ceil
 
@@ -42,10 +47,10 @@ def _fmt(x, f=".3g"):
     return "-" if x is None else format(x, f)
 
 
-def hierarchy_view(name, arch, **sizes):
-    """(text, figure) for preset `name` with the given sizes (those equal to the preset's are not
-    changes; threads follow WM and WN). A tiling that does not fit together gives (message, None)."""
-    base = hierarchy.PRESETS[name]
+def hierarchy_view(lab, name, arch, **sizes):
+    """(text, figure) for the lab's kernel `name` with the given sizes (those equal to the kernel's
+    are not changes; threads follow WM and WN). A tiling that does not fit together gives (message, None)."""
+    base = hierarchy.tiling(lab, name)
     changes = {k: v for k, v in sizes.items() if getattr(base, k) != v}
     if base.mma:
         ignored = [k for k in _FFMA_ONLY if k in changes]
@@ -53,7 +58,7 @@ def hierarchy_view(name, arch, **sizes):
     else:
         ignored = []
     try:
-        t = hierarchy.preset(name, **changes)
+        t = hierarchy.tiling(lab, name, **changes)
         row = hierarchy.explore(t, arch)
     except CourseError as e:
         return f"cannot show this: {e.message}\n(hint: {e.hint})", None
@@ -129,15 +134,15 @@ def hierarchy_figure(row):
     return fig
 
 
-def presets_table(arch):
-    """Every preset of the hierarchy model on `arch`, with the estimate of registers."""
-    rows = [hierarchy.explore(t, arch) for t in hierarchy.PRESETS.values()]
+def tilings_table(lab, arch):
+    """Every kernel of the lab the hierarchy model describes, on `arch`, with the estimate of registers."""
+    rows = [hierarchy.explore(t, arch) for t in hierarchy.tilings(lab).values()]
     return report.table(rows, [
         ("name", "kernel", ""), ("threads", "threads", "d"), ("registers", "regs (est.)", "d"),
         ("smem_bytes", "smem B", "d"), ("blocks_per_sm", "blocks/SM", "d"), ("occupancy", "occupancy", ".0%"),
         ("binding", "limited by", ""), ("loads_per_fma", "loads/math", ".4f"),
         ("bytes_per_output_warp", "B/output (warp)", ".3f"), ("global_flop_per_byte", "FLOP/B (no L2)", ".1f")],
-        title=f"lab 7's tilings on {arch} (hierarchy model; registers estimated)")
+        title=f"{lab.title.split(':')[0]}: the kernels' tilings on {arch} (hierarchy model; registers estimated)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,12 +409,12 @@ def bank_figure(addresses, access, title=""):
     return fig
 
 
-def access_view(name, merge=True):
-    """(text, figure) for one of lab 7's shared accesses (banks.LAB_ACCESSES)."""
-    fn, kwargs, kind, width, what = banks.LAB_ACCESSES[name]
-    addresses = fn(**kwargs)
-    access = banks.evaluate(name, merge)
-    return f"{name}: {kind}, {what}\n" + bank_text(addresses, access), bank_figure(addresses, access, name)
+def access_view(lab, name, merge=True):
+    """(text, figure) for one of the lab's shared accesses (its BANK_ACCESSES)."""
+    acc = banks.access(lab, name)
+    addresses = acc.addresses()
+    access = acc.evaluate(merge)
+    return f"{name}: {acc.instruction}, {acc.what}\n" + bank_text(addresses, access), bank_figure(addresses, access, name)
 
 
 def strided_view(stride_words, width=4, pad_words=0, swizzle=False, merge=True):
@@ -424,9 +429,10 @@ def strided_view(stride_words, width=4, pad_words=0, swizzle=False, merge=True):
     return title + "\n" + bank_text(addresses, access), bank_figure(addresses, access, title)
 
 
-def padding_vs_swizzle_rows(stride_words=32):
+def padding_vs_swizzle_rows(stride_words=32, lab=None, prefix=""):
     """A column of 4- and 16-byte reads over rows of stride_words words: as is, padded by one
-    16-byte chunk, and XOR-swizzled; then t2's own fragment loads and tile stores (banks.LAB_ACCESSES)."""
+    16-byte chunk, and XOR-swizzled; then the lab's accesses whose names start with `prefix`
+    (lab 7: "t2", its fragment loads and tile stores padded, unpadded and swizzled)."""
     rows = []
     for label, pad, swz in (("as is", 0, False), ("padded by 16 B", 4, False), ("XOR swizzle", 0, True)):
         for width in (16, 4):
@@ -434,22 +440,23 @@ def padding_vs_swizzle_rows(stride_words=32):
             rows.append({"access": f"column of {width}-byte reads, rows of {stride_words * 4} B, {label}",
                          "instruction": f"LDS{'.128' if width == 16 else ''}", "wavefronts": a.wavefronts,
                          "ideal": a.ideal, "conflicts": a.conflicts, "ways": a.ways})
-    rows += [r for r in banks.lab_accesses() if r["access"].startswith("t2")]
+    if lab is not None:
+        rows += banks.access_rows(lab, prefix=prefix)
     return rows
 
 
-def padding_vs_swizzle_table(stride_words=32):
-    return report.table(padding_vs_swizzle_rows(stride_words), [
+def padding_vs_swizzle_table(stride_words=32, lab=None, prefix=""):
+    return report.table(padding_vs_swizzle_rows(stride_words, lab, prefix), [
         ("access", "access", ""), ("instruction", "instruction", ""), ("wavefronts", "wavefronts", "d"),
         ("ideal", "ideal", "d"), ("conflicts", "extra", "d"), ("ways", "worst n-way", "d")])
 
 
-def main_loops_table(merge=True):
-    """banks.predict_kernel for every kernel of banks.MAIN_LOOPS: shared loads and stores of one
-    main-loop phase per warp, wavefronts per instruction (what ncu's ratio measures)."""
+def main_loops_table(lab, merge=True):
+    """banks.predict_kernel for every kernel of the lab's BANK_MAIN_LOOPS: shared loads and stores
+    of one main-loop phase per warp, wavefronts per instruction (what ncu's ratio measures)."""
     rows = []
-    for kernel in banks.MAIN_LOOPS:
-        for op, d in banks.predict_kernel(kernel, merge).items():
+    for kernel in banks.main_loops(lab):
+        for op, d in banks.predict_kernel(lab, kernel, merge).items():
             rows.append({"kernel": kernel, "op": {"ld": "loads", "st": "stores"}[op], "instructions": d["instructions"],
                          "wavefronts": d["wavefronts"], "ideal": d["ideal"], "per_instruction": d["per_instruction"],
                          "ideal_per": d["ideal"] / d["instructions"]})

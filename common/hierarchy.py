@@ -2,7 +2,10 @@
 
     Tiling(BM, BN, BK, WM, WN, WNITER, TM, TN, threads, vector=1, dtype_bytes=4, ...)   one tiling
       .check() (CourseError if inconsistent), .shared_bytes(), .WMITER, .warps, .k_step
-    PRESETS, preset("v7", BK=8)      the chapter's kernels v3..v7 and t1..t3 as Tilings, changed if asked
+    tiling_of(kernel, facts, **changes)   a kernel row's Tiling: its source's parameters (common.tiling)
+                                     plus the model facts the source cannot say (see below)
+    tiling(lab, "v7", BK=8), tilings(lab)   the same for a lab's kernels, facts from its table's HIERARCHY
+    facts(lab, k), modelled(lab), described_variants(lab, k)   the facts; the kernels that have them
     ARCHS, arch_limits(arch, facts)  per-architecture occupancy limits (cuda_occupancy.h, CUDA 13.0)
     estimate_registers(t)            -> (registers per thread, {term: registers}): the formula below
     occupancy(arch, threads, registers, smem_static, smem_dynamic) -> Occupancy (blocks/SM, %, binding limit)
@@ -146,47 +149,124 @@ class Tiling:
         return self
 
 
-# The chapter's kernels. Threads and block tiles agree with lab 7's kernel table (a lab test
-# checks it); the rest is the chapter's text and the kernels' constants.
-PRESETS = {t.name: t for t in [
-    Tiling("v3", BM=16, BN=16, BK=16, WM=2, WN=16, threads=256,
-           note="one output per thread; a warp is 2 rows x 16 columns of the tile"),
-    Tiling("v4", BM=64, BN=64, BK=8, WM=8, WN=32, TM=8, TN=1, threads=512,
-           note="8 outputs in a column per thread; a warp is 32 columns of one thread row"),
-    Tiling("v5", BM=128, BN=128, BK=8, WM=16, WN=128, TM=8, TN=8, threads=256,
-           note="8x8 per thread, numbered row by row: a warp is a 16 x 128 strip"),
-    Tiling("v6", BM=128, BN=128, BK=8, WM=16, WN=128, TM=8, TN=8, threads=256, vector=4,
-           a_transposed=True, a_pad=4, note="v5 with float4 loads and As[BK][BM+4]: LDS.128"),
-    Tiling("v7", BM=128, BN=128, BK=16, WM=64, WN=64, WNITER=4, TM=8, TN=4, threads=128, vector=4,
-           a_transposed=True, a_pad=4, note="64 x 64 warp tiles, 4 strips of 8x4 per lane"),
-    Tiling("t1", BM=32, BN=32, BK=16, WM=16, WN=16, threads=128, dtype_bytes=2, mma="m16n16k16",
-           copy="none", note="WMMA from global memory: no shared tile, no reuse"),
-    Tiling("t2", BM=128, BN=128, BK=32, WM=64, WN=32, threads=256, dtype_bytes=2, mma="m16n16k16",
-           a_pad=8, b_pad=8, note="shared tile, rows padded by 8 halves; 4 A + 2 B fragments per 8 MMAs"),
-    Tiling("t3", BM=128, BN=128, BK=32, WM=64, WN=32, threads=256, dtype_bytes=2, mma="m16n16k16",
-           copy="cp.async", stages=2, a_pad=8, b_pad=8, note="t2 with cp.async into two buffers"),
-]}
+# ---------------------------------------------------------------------------------------------
+# A kernel's tiling, derived from its source
+# ---------------------------------------------------------------------------------------------
+# The source says what it can (common.tiling reads BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS,
+# STAGES); the lab's model facts say the rest: a lab's table has HIERARCHY = {kernel name: facts},
+# or a row gives Kernel(hierarchy=facts). The facts (all optional):
+#   BM, BN, BK, WM, WN, WNITER, TM, TN, threads, stages, prefetch, vector   a number, or the name
+#                  of the source constant that holds it ("TILE", "V7_PREFETCH")
+#   warp="rows"    no explicit warp tile: threads are numbered row by row over a BN/TN-wide grid of
+#                  thread tiles, so a warp owns a strip (v5: 2 thread rows x 16 = 16 x 128)
+#   a_ld, b_ld     the source constant that is the row stride of the shared As / Bs tile (in
+#                  elements): the pads are a_ld - BM (a_transposed) or a_ld - BK, and b_ld - BN
+#   a_transposed, mma, copy, note   as the Tiling fields
+#   variants       the entry points the tiling describes (default: all of them)
+_SOURCE_NAME = {"BM": "BM", "BN": "BN", "BK": "BK", "WM": "WM", "WN": "WN", "WNITER": "WNITER", "TM": "TM",
+                "TN": "TN", "threads": "THREADS", "stages": "STAGES"}
+_NUMBERS = set(_SOURCE_NAME) | {"prefetch", "vector", "a_ld", "b_ld", "a_pad", "b_pad"}
+_FACTS = _NUMBERS | {"warp", "a_transposed", "mma", "copy", "note", "variants"}
 
 
-# The kernels' -D names that are not Tiling fields (lab 7's tuning builds pass these).
-_DEFINE_NAMES = {"STAGES": lambda v: {"stages": v},
-                 "V7_PREFETCH": lambda v: {"prefetch": bool(v), "stages": 2 if v else 1}}
+def _facts_of(k, facts):
+    facts = dict(k.hierarchy if facts is None else facts)
+    unknown = sorted(set(facts) - _FACTS)
+    if unknown:
+        raise CourseError(f"{k.name}: unknown hierarchy fact(s) {', '.join(unknown)}",
+                          hint=f"the facts common.hierarchy reads: {', '.join(sorted(_FACTS))}")
+    return facts
 
 
-def preset(name, **changes):
-    """A preset, optionally with fields changed: preset("v7", BK=8). threads follow WM and WN.
-    A kernel's -D names work too: preset("v7", V7_PREFETCH=1), preset("t3", STAGES=3)."""
-    if name not in PRESETS:
-        raise CourseError(f"no preset {name!r}", hint=f"choose one of {', '.join(PRESETS)}")
-    for define, fields in _DEFINE_NAMES.items():
-        if define in changes:
-            changes.update(fields(changes.pop(define)))
-    t = PRESETS[name]
-    if changes:
-        t = replace(t, **changes)
-        if "threads" not in changes:
-            t = replace(t, threads=(t.BM // t.WM) * (t.BN // t.WN) * 32)
-    return t.check()
+def tiling_of(k, facts=None, **changes):
+    """The hierarchy Tiling of kernel row `k` (bound to a lab): its source's parameters (with the
+    row's -D defines) plus the model facts (default: k.hierarchy). `changes` change it: a field
+    (BK=8, vector=1) or a source parameter (V7_PREFETCH=1, STAGES=3). A change to a parameter the
+    source declares goes to the source, so what it derives follows (AS_LD = BM + 4, STAGES). With
+    any change, threads follow the warp tiles: one warp per WM x WN tile."""
+    from .tiling import Tiling as SourceTiling
+    facts = _facts_of(k, facts)
+    src = k.tiling
+    overrides, direct = {}, {}
+    for name, value in changes.items():
+        spec = facts.get(name, _SOURCE_NAME.get(name))
+        if isinstance(spec, str) and name in _NUMBERS and src.has(spec) and (
+                spec == _SOURCE_NAME.get(name) or spec in src.constants.tunable):
+            overrides[spec] = int(value)
+        elif name in _FACTS or name == "a_pad" or name == "b_pad":
+            direct[name] = value
+        elif src.has(name):
+            overrides[name] = int(value)
+        else:
+            raise CourseError(f"{k.name} has no parameter {name}",
+                              hint=f"change a tiling field ({', '.join(sorted(_NUMBERS))}) or one of its source's "
+                                   f"parameters ({', '.join(src.constants.tunable) or 'none'})")
+    src = SourceTiling.of(src.source, {**src.overrides, **overrides})
+
+    def read(field, default=None):
+        if field in direct:
+            return direct[field]
+        spec = facts.get(field, _SOURCE_NAME.get(field))
+        if isinstance(spec, str) and field in _NUMBERS:
+            if src.has(spec):
+                return src.value(spec)
+            if field in facts:
+                raise CourseError(f"{k.source} does not define {spec} (the model reads {field} from it)",
+                                  hint="fix the lab's HIERARCHY facts or the kernel file")
+            return default
+        return spec if field in facts else default
+
+    t = {f: read(f) for f in ("BM", "BN", "BK", "WM", "WN", "threads")}
+    t.update(WNITER=read("WNITER", 1), TM=read("TM", 1), TN=read("TN", 1), vector=read("vector", 1),
+             stages=read("stages", 1), prefetch=bool(read("prefetch", False)),
+             a_transposed=bool(read("a_transposed", False)), mma=read("mma"), copy=read("copy", "registers"),
+             note=read("note", ""))
+    if facts.get("warp") == "rows" and (t["WM"] is None or t["WN"] is None):
+        per_row = t["BN"] // t["TN"]                     # thread tiles across the block tile
+        strip = (t["TM"], 32 * t["TN"]) if per_row >= 32 else ((32 // per_row) * t["TM"], t["BN"])
+        t["WM"] = t["WM"] if t["WM"] is not None else strip[0]
+        t["WN"] = t["WN"] if t["WN"] is not None else strip[1]
+    missing = [f for f in ("BM", "BN", "BK", "WM", "WN", "threads") if t[f] is None]
+    if missing:
+        raise CourseError(f"{k.name}: the model needs {', '.join(missing)}, and neither {k.source} nor the lab's "
+                          "HIERARCHY facts say", hint="give them as facts (a number or a source constant's name)")
+    a_ld, b_ld = read("a_ld"), read("b_ld")
+    t["a_pad"] = direct.get("a_pad", a_ld - (t["BM"] if t["a_transposed"] else t["BK"]) if a_ld else 0)
+    t["b_pad"] = direct.get("b_pad", b_ld - t["BN"] if b_ld else 0)
+    if changes and "threads" not in direct and t["WM"] and t["WN"] and t["BM"] % t["WM"] == 0 and t["BN"] % t["WN"] == 0:
+        t["threads"] = (t["BM"] // t["WM"]) * (t["BN"] // t["WN"]) * 32
+    return Tiling(name=k.name, dtype_bytes=k.prec.element_bytes, **t).check()
+
+
+def facts(lab, k):
+    """The model facts of one of the lab's kernels: the table's HIERARCHY[name], else the row's own."""
+    k = lab.kernel(k) if isinstance(k, str) else k
+    return lab.option("HIERARCHY", {}).get(k.base_name, k.hierarchy)
+
+
+def modelled(lab):
+    """The lab's kernels the hierarchy model describes (those with facts), in table order."""
+    return [k for k in lab.all_kernels if facts(lab, k)]
+
+
+def tiling(lab, name, **changes):
+    """tiling_of one of the lab's kernels with its facts: tiling(lab, "v7", BK=8)."""
+    k = lab.kernel(name)
+    if not facts(lab, k):
+        raise CourseError(f"the hierarchy model has no facts for {k.name}",
+                          hint=f"it describes {', '.join(x.name for x in modelled(lab)) or 'none'} (HIERARCHY in the lab's table)")
+    return tiling_of(k, facts(lab, k), **changes)
+
+
+def tilings(lab):
+    """{name: Tiling} for every kernel of the lab the model describes."""
+    return {k.name: tiling_of(k, facts(lab, k)) for k in modelled(lab)}
+
+
+def described_variants(lab, k):
+    """The entry points (variants) of k that its tiling describes (facts' "variants", default all)."""
+    k = lab.kernel(k) if isinstance(k, str) else k
+    return list(facts(lab, k).get("variants", k.variants))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,7 +476,7 @@ def explore(t, arch, registers=None, facts=None):
     t.check()
     est, parts = estimate_registers(t)
     regs = est if registers is None else registers
-    smem_static = 0 if t.copy == "cp.async" else t.shared_bytes()     # cp.async tiles are dynamic in t3
+    smem_static = 0 if t.copy == "cp.async" else t.shared_bytes()     # cp.async tiles: dynamic shared memory
     occ = occupancy(arch, t.threads, min(regs, 255), smem_static, t.shared_bytes() - smem_static, facts=facts)
     return {"name": t.name, "arch": arch, "threads": t.threads, "registers_estimate": est,
             "registers": regs, "registers_source": "estimate" if registers is None else "ptxas",

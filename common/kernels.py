@@ -54,7 +54,8 @@ class Kernel:
     defines: dict = field(default_factory=dict)  # -D values (tuning builds); {} = the file's defaults
     tag: str = ""                   # distinguishes tuning builds of one source
     args: tuple = ABC               # the entry points' argument list (see the module docstring)
-    input_roundoff: Optional[float] = None   # TF32 kernels: precision.TF32_ROUNDED or TF32_TRUNCATED
+    input_roundoff: object = None   # TF32 kernels: precision.TF32_ROUNDED or TF32_TRUNCATED, or a
+                                    # function of the tiling (a parameter switches the rounding)
     archs: tuple = ()               # architectures it is built for; () = every one the course supports
     nvcc_flags: tuple = ()          # more nvcc flags (e.g. -DCUTE_...); include dirs below
     include_dirs: tuple = ()        # paths, or callables returning one (found at build time)
@@ -86,6 +87,12 @@ class Kernel:
     @property
     def prec(self):
         return _precision(self.precision)
+
+    @property
+    def roundoff(self):
+        """The input rounding the tolerance allows for (None: the precision's own)."""
+        r = self.input_roundoff
+        return r(self.tiling) if callable(r) else r
 
     @property
     def has_alpha_beta(self):

@@ -204,7 +204,7 @@ class Lab:
                   else np.full((M, N), np.nan, np.float32))
         C = self.matmul(k, A, B, variant, C=C0, alpha=alpha, beta=beta)
         ref, abs_ref = checking.reference(*k.prec.reference_inputs(A, B))
-        tol = k.prec.tolerance(K, abs_ref, k.input_roundoff)
+        tol = k.prec.tolerance(K, abs_ref, k.roundoff)
         if k.has_alpha_beta:
             ref = alpha * ref + (beta * C0.astype(np.float64) if beta != 0.0 else 0.0)
             # alpha scales the product's error; alpha * acc, beta * C and their sum are three FP32

@@ -4,8 +4,8 @@
     notebook_paths(folder=None)   every .ipynb there, sorted (checkpoints skipped)
     output_problems(path)         -> ["cell 4: 2 outputs", ...]; [] when the file is clean (plain JSON:
                                   needs nothing installed)
-    strip(path)                   -> True if it changed the file: outputs, execution counts, widget
-                                  state and execution timings removed (`make strip-notebooks`)
+    strip(path)                   -> True if it changed the file: outputs, execution counts and what
+                                  Jupyter saves about one machine's session removed (`make strip-notebooks`)
     execute(path, out_dir=None, timeout=600) -> Run: ok, seconds, error, summary. The kernel's working
                                   folder is the notebook's own; the executed copy goes to out_dir if
                                   given; the source file is never written.
@@ -14,7 +14,11 @@
 
 The policy: notebooks are committed without outputs. Outputs hold one machine's numbers at one
 commit, and they make every diff unreadable; the notebooks show recorded results themselves when
-there is no GPU. A test (tests/test_notebooks.py) enforces it and executes every notebook.
+there is no GPU. Nor with what JupyterLab saves about a session (it autosaves a notebook it merely
+opened): the notebook's metadata keeps only the kernelspec (always "python3", see kernel_manager),
+so language_info (the Python version ...) and widget state go; a cell's metadata keeps only its
+tags, so execution timings, collapsed/scrolled and hidden-source flags go. A test
+(tests/test_notebooks.py) enforces it and executes every notebook.
 Cells tagged "summary" (cell metadata tags) print their text output in execute()'s summary, so
 `make notebooks` shows the few lines that matter (live or recorded, probe verdicts, comparisons).
 """
@@ -29,6 +33,9 @@ from .errors import CourseError
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 SUMMARY_TAG = "summary"
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+NOTEBOOK_METADATA = ("kernelspec",)          # what a committed notebook's metadata may hold
+CELL_METADATA = ("tags",)                    # ... and a cell's
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -48,10 +55,16 @@ def output_problems(path):
             bad.append(f"cell {i}: {len(cell['outputs'])} output(s)")
         if cell.get("execution_count") is not None:
             bad.append(f"cell {i}: execution count {cell['execution_count']}")
-        if "execution" in cell.get("metadata", {}):
-            bad.append(f"cell {i}: execution timings in its metadata")
-    if "widgets" in nb.get("metadata", {}):
-        bad.append("notebook metadata: saved widget state")
+    for i, cell in enumerate(nb.get("cells", [])):
+        extra = sorted(set(cell.get("metadata", {})) - set(CELL_METADATA))
+        if extra:
+            bad.append(f"cell {i}: session metadata {', '.join(extra)}")
+    meta = nb.get("metadata", {})
+    extra = sorted(set(meta) - set(NOTEBOOK_METADATA))
+    if extra:
+        bad.append(f"notebook metadata: {', '.join(extra)} (saved by Jupyter)")
+    if meta.get("kernelspec") != KERNELSPEC:
+        bad.append(f"notebook metadata: kernelspec {meta.get('kernelspec')} instead of python3's")
     return bad
 
 
@@ -65,7 +78,7 @@ def _nbformat():
 
 
 def strip(path):
-    """Remove outputs, execution counts, widget state and execution timings. True if it changed."""
+    """Remove outputs, execution counts and session metadata (the module docstring). True if it changed."""
     nbformat = _nbformat()
     path = Path(path)
     before = path.read_text()
@@ -74,8 +87,11 @@ def strip(path):
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
-        cell.metadata.pop("execution", None)
-    nb.metadata.pop("widgets", None)
+        for key in set(cell.metadata) - set(CELL_METADATA):
+            del cell.metadata[key]
+    for key in set(nb.metadata) - set(NOTEBOOK_METADATA):
+        del nb.metadata[key]
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
     after = nbformat.writes(nb)
     if not after.endswith("\n"):
         after += "\n"

@@ -8,7 +8,7 @@
     p.tolerance(K, abs_ref, input_roundoff=None)   the per-element bound, see below
     p.peak(peaks)                   this precision's peak from device.peak_tflops(facts)
     p.cublas(blas)                  the bound cuBLAS call (M, N, K, a, b, c) of the same precision
-    p.title, p.cublas_mode, p.ladder_title   what tables and charts print
+    p.title, p.cublas_mode, p.baseline      what tables and charts print ("cuBLAS SGEMM")
 
 Why the tolerances. For any order of summation, a length-K dot product computed in floating point
 with unit roundoff u obeys |fl(x.y) - x.y| <= gamma_K |x|.|y|, gamma_K = K u / (1 - K u) (Higham,
@@ -70,6 +70,7 @@ class Precision:
     peak_key: str               # key in device.peak_tflops(facts)
     cublas_call: str            # method of common.cublas.Cublas
     cublas_mode: str            # the baseline's math mode, as every table says it
+    baseline: str = "cuBLAS"    # the baseline's short name in a table: "cuBLAS SGEMM"
     wide_range: bool = False    # draw inputs over 2^-20 .. 2^20 (see the module docstring)
 
     @property
@@ -116,14 +117,14 @@ class Precision:
 
 PRECISIONS = {p.name: p for p in [
     Precision("fp32", "FP32 (FFMA)", np.float32, 2.0 ** -24, 0.0, "fp32", "sgemm",
-              "cuBLAS SGEMM, FP32 FFMA (TF32 off)"),
+              "cuBLAS SGEMM, FP32 FFMA (TF32 off)", "cuBLAS SGEMM"),
     Precision("fp16_tensor", "FP16 in, FP32 accumulate (tensor cores)", np.float16, 2.0 ** -22, 0.0,
-              "fp16_tensor", "hgemm", "cuBLAS GemmEx, FP16 in, FP32 accumulate and out"),
+              "fp16_tensor", "hgemm", "cuBLAS GemmEx, FP16 in, FP32 accumulate and out", "cuBLAS HGEMM"),
     Precision("tf32_tensor", "FP32 in and out, TF32 tensor cores", np.float32, 2.0 ** -22, 2.0 ** -10,
               "tf32_tensor", "tf32gemm", "cuBLAS GemmEx, FP32 in and out, CUBLAS_COMPUTE_32F_FAST_TF32",
-              wide_range=True),
+              "cuBLAS TF32", wide_range=True),
     Precision("bf16_tensor", "BF16 in, FP32 accumulate (tensor cores)", np.uint16, 2.0 ** -22, 0.0,
-              "bf16_tensor", "bf16gemm", "cuBLAS GemmEx, BF16 in, FP32 accumulate and out"),
+              "bf16_tensor", "bf16gemm", "cuBLAS GemmEx, BF16 in, FP32 accumulate and out", "cuBLAS BF16"),
 ]}
 
 TF32_ROUNDED = 2.0 ** -11      # Kernel.input_roundoff of a kernel that rounds with cvt.rna.tf32.f32

@@ -73,7 +73,7 @@ def cublas_precision(name):
 
 
 def cublas_label(name):
-    return f"cuBLAS {cublas_precision(name).name}"
+    return cublas_precision(name).baseline
 
 
 def ncu_table_names(lab):

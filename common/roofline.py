@@ -2,12 +2,14 @@
 
     bandwidth_gbs(facts) -> (GB/s, how it was found)   DRAM peak: a given figure, else 2 x memory
                                                   clock x bus width, else BANDWIDTH_GBS by name
-    roofs(facts) -> {"fp32", "fp16_tensor" (TFLOP/s), "bandwidth" (TB/s), "ridge_fp32", "ridge_fp16_tensor" (FLOP/B), ...}
+    roofs(facts) -> {"fp32", "fp16_tensor", ... (TFLOP/s, one per precision's peak key), "bandwidth"
+                     (TB/s), "ridge_fp32", "ridge_fp16_tensor", ... (FLOP/B)}
     attainable(intensity, peak_tflops, bandwidth_tbs) -> TFLOP/s: min(peak, intensity x bandwidth)
     newest_record(directory, pattern)  -> (record dict, path) of the newest bench JSON, or (None, None)
-    points(record, size=None, intensities=None) -> one row per kernel: ladder, kernel, size, tflops,
-                                                  intensity, roof, pct_of_roof, bound ("memory"/"compute")
-    plot(record, size=None, path=None, intensities=None) -> matplotlib Figure (saved as PNG if path)
+    kernel_intensities(lab)            -> {kernel: FLOP/B} for the lab's kernels the hierarchy model describes
+    points(record, size=None, intensities=None, lab=None) -> one row per kernel: ladder, kernel, size,
+                                                  tflops, intensity, roof, pct_of_roof, bound ("memory"/"compute")
+    plot(record, size=None, path=None, intensities=None, lab=None) -> matplotlib Figure (PNG if path)
 
 Intensity is FLOP per byte of DRAM traffic. For a kernel it is the hierarchy model's
 global_flop_per_byte (common.hierarchy.traffic): every block reads its A and B panels from DRAM,
@@ -15,11 +17,12 @@ nothing hits in L2. That is the worst case, so a point can sit above the bandwid
 made its real intensity higher. The bench record is what a lab's bench target writes
 ({"gpu": facts, "sizes": [...], "results": [{"ladder", "kernel", "size", "tflops", ...}]}).
 """
-import json
 from pathlib import Path
 
-from . import hierarchy
+from . import hierarchy, records
 from .device import peak_tflops
+from .precision import PRECISIONS
+from .records import newest_record  # noqa: F401  (part of this module's interface)
 
 # Peak DRAM bandwidth, GB/s, from the vendors' data sheets; used when the record has no memory
 # clock and bus width. Longest matching name wins.
@@ -52,9 +55,10 @@ def roofs(facts):
     peaks = facts.get("peaks") or peak_tflops(facts)
     bw, source = bandwidth_gbs(facts)
     tbs = bw / 1000 if bw else None
-    out = {"fp32": peaks.get("fp32"), "fp16_tensor": peaks.get("fp16_tensor"), "bandwidth": tbs,
-           "bandwidth_source": source, "note": peaks.get("note", "")}
-    for k in ("fp32", "fp16_tensor"):
+    keys = list(dict.fromkeys(p.peak_key for p in PRECISIONS.values()))
+    out = {k: peaks.get(k) for k in keys}
+    out.update(bandwidth=tbs, bandwidth_source=source, note=peaks.get("note", ""))
+    for k in keys:
         out[f"ridge_{k}"] = out[k] / tbs if out[k] and tbs else None
     return out
 
@@ -64,33 +68,30 @@ def attainable(intensity, peak_tflops, bandwidth_tbs):
     return min(peak_tflops, intensity * bandwidth_tbs)
 
 
-def newest_record(directory, pattern="*-bench_*.json"):
-    """The newest bench record in `directory` (by the date in its content, then the file's time)."""
-    files = sorted(Path(directory).glob(pattern), key=lambda p: p.stat().st_mtime)
-    if not files:
-        return None, None
-    records = [(json.loads(p.read_text()), p) for p in files]
-    records.sort(key=lambda rp: (rp[0].get("run", {}).get("date", ""), rp[1].stat().st_mtime))
-    return records[-1]
+def kernel_intensities(lab):
+    """FLOP/B if nothing hits in L2 (hierarchy.traffic), per kernel of the lab the model describes."""
+    return {n: hierarchy.traffic(t)["global_flop_per_byte"] for n, t in hierarchy.tilings(lab).items()}
 
 
-def default_intensities():
-    """FLOP/B if nothing hits in L2, per preset of the hierarchy model."""
-    return {n: hierarchy.traffic(t)["global_flop_per_byte"] for n, t in hierarchy.PRESETS.items()}
+def _peak_key(record, ladder, lab):
+    prec = PRECISIONS.get(records.ladder_info(record, ladder, lab)["precision"])
+    return prec.peak_key if prec else None
 
 
-def points(record, size=None, intensities=None):
-    """A row per kernel at one size (default: the largest): its measured TFLOP/s, its intensity,
-    the roof there, how close it gets, and which roof binds. Kernels without an intensity
-    (cuBLAS: its tiling is not ours to know) get intensity None."""
+def points(record, size=None, intensities=None, lab=None):
+    """A row per kernel at one size (default: the largest): its measured TFLOP/s, its intensity
+    (`intensities`, default the lab's), the roof there, how close it gets, and which roof binds.
+    Kernels without an intensity (cuBLAS: its tiling is not ours to know) get intensity None."""
     r = roofs(record["gpu"])
     size = size or max(x["size"] for x in record["results"])
-    intensities = intensities if intensities is not None else default_intensities()
+    if intensities is None:
+        intensities = kernel_intensities(lab) if lab is not None else {}
+    keys = {ladder: _peak_key(record, ladder, lab) for ladder in records.ladders(record)}
     rows = []
     for x in record["results"]:
         if x["size"] != size:
             continue
-        peak = r["fp32"] if x["ladder"] == "fp32" else r["fp16_tensor"]
+        peak = r.get(keys[x["ladder"]]) if keys[x["ladder"]] else None
         ai = intensities.get(x["kernel"])
         roof = attainable(ai, peak, r["bandwidth"]) if ai and peak and r["bandwidth"] else None
         bound = None
@@ -108,28 +109,36 @@ def compulsory_intensity(size, element_bytes):
     return 2 * n ** 3 / (2 * n * n * element_bytes + n * n * 4)
 
 
-def plot(record, size=None, path=None, intensities=None):
-    """Log-log roofline of one bench record: both roofs, the bandwidth slope, each kernel's point,
-    cuBLAS as a horizontal line per ladder. Returns the Figure; saves a PNG if `path` is given."""
+def plot(record, size=None, path=None, intensities=None, lab=None):
+    """Log-log roofline of one bench record: each ladder's compute roof, the bandwidth slope, each
+    kernel's point, cuBLAS as a horizontal line per ladder. Returns the Figure; saves a PNG if
+    `path` is given."""
     from matplotlib.figure import Figure     # no pyplot: no global state, Agg when saving
 
     r = roofs(record["gpu"])
-    rows = points(record, size, intensities)
+    rows = points(record, size, intensities, lab)
     size = rows[0]["size"] if rows else size
+    names = records.ladders(record)
+    infos = {ladder: records.ladder_info(record, ladder, lab) for ladder in names}
     fig = Figure(figsize=(7.5, 4.8))
     ax = fig.subplots()
     lo, hi = 0.5, 2000.0
     bw = r["bandwidth"]
-    colors = {"fp32": "tab:blue", "fp16": "tab:orange"}
-    for ladder, key, label in (("fp32", "fp32", "FP32 FFMA peak"), ("fp16", "fp16_tensor", "FP16 tensor peak")):
-        peak = r[key]
-        if not peak:
+    palette = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
+    colors = {ladder: palette[i % len(palette)] for i, ladder in enumerate(names)}
+    drawn = set()
+    for ladder in names:
+        key = _peak_key(record, ladder, lab)
+        peak = r.get(key) if key else None
+        label = f"{ladder} peak"
+        if not peak or key in drawn:
             continue
         if bw:
             xs = [lo, peak / bw, hi]
             ax.plot(xs, [attainable(x, peak, bw) for x in xs], color=colors[ladder], lw=1.5)
         else:
             ax.axhline(peak, color=colors[ladder], lw=1.5)
+        drawn.add(key)
         ax.text(hi, peak, f" {label} {peak:.0f}", color=colors[ladder], fontsize=8, va="bottom", ha="right")
     for row in rows:
         c = colors.get(row["ladder"], "k")
@@ -142,8 +151,11 @@ def plot(record, size=None, path=None, intensities=None):
             ax.text(lo, row["tflops"], f" {row['kernel']} {row['ladder']} {row['tflops']:.0f}", color=c,
                     fontsize=7, va="bottom")
     if size:
-        for ladder, b in (("fp32", 4), ("fp16", 2)):
-            x = compulsory_intensity(size, b)
+        for ladder in names:
+            prec = PRECISIONS.get(infos[ladder]["precision"])
+            if prec is None:
+                continue
+            x = compulsory_intensity(size, prec.element_bytes)
             ax.axvline(x, color=colors[ladder], lw=0.6, ls="--", alpha=0.6)
             ax.text(x, 0.06, f"{ladder}: A, B, C once ", color=colors[ladder], fontsize=7, rotation=90,
                     ha="right", va="bottom", transform=ax.get_xaxis_transform())

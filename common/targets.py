@@ -183,7 +183,7 @@ class Measurer:
         a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
         Cout = np.empty((M, N), np.float32)
         out, cublas_ms = [], None
-        rows = [(BASELINE, None, prec)] + [(f"{BASELINE} {precision(x).name}", None, precision(x))
+        rows = [(BASELINE, None, prec)] + [(precision(x).baseline, None, precision(x))
                                            for x in extra_baselines] + [(k.name, k, k.prec) for k in kernels]
         try:
             for i, (name, k, row_prec) in enumerate(rows):
@@ -200,7 +200,7 @@ class Measurer:
                     variant = k.variant_for(M, N, K)
                     launch = lab.launcher(k, M, N, K, variant)
                     run = (lambda launch=launch: launch(a, b, c))
-                    tol = k.prec.tolerance(K, abs_ref, k.input_roundoff)
+                    tol = k.prec.tolerance(K, abs_ref, k.roundoff)
                 cuda.memset_d32(c, checking.NAN_BITS, M * N)
                 t = time_gpu(run, self.flusher, budget_s=budget_s)
                 cuda.memcpy_dtoh(Cout, c)          # the result of the last timed repetition

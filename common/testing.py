@@ -32,3 +32,21 @@ def needs_cuobjdump():
         find_cuobjdump()
     except CourseError as e:
         pytest.skip(f"needs cuobjdump: {e.message}")
+
+
+def case_id(name, variant, shape, extra=""):
+    return f"{name}{'-' + variant if variant else ''}-{'x'.join(map(str, shape))}{extra}"
+
+
+def gpu_cases(kernels, shapes):
+    """[(name, variant, shape)] for pytest.mark.parametrize: every variant of every kernel on every
+    shape it serves (the vec/scalar rule is the row's), with readable ids."""
+    cases = [(k.name, v, s) for k in kernels for v, s in k.cases(shapes)]
+    return cases, [case_id(*c) for c in cases]
+
+
+def build_for_every_arch(lab, kernels=None):
+    """{(name, arch): ptxas resources} for the lab's own kernels on every architecture the course
+    supports (and sm_90a for Hopper-only rows), compiled here: no GPU needed."""
+    from .build import ALL_ARCHS
+    return lab.build(kernels or lab.own(), ALL_ARCHS)

@@ -15,13 +15,13 @@ import argparse
 import sys
 from pathlib import Path
 
+# `common` comes from the environment, as for the notebooks' kernels: the virtualenv's .pth file,
+# or PYTHONPATH as the Makefiles export it
+from common import notebooks
+from common.errors import user_errors
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from common import notebooks            # noqa: E402
-
 NOTEBOOK_LIMIT_S = 300   # one notebook, all cells: the walkthrough measures live in about 25 s on an H200
-from common.errors import user_errors   # noqa: E402
 
 
 def run(args):

@@ -1,4 +1,4 @@
-"""The bank model on cases that can be checked by hand, then on lab 7's accesses (no GPU)."""
+"""The bank model on cases that can be checked by hand, then on a lab's table of accesses (no GPU)."""
 import pytest
 
 from common import banks as bk
@@ -76,60 +76,43 @@ def test_xor_swizzle_is_a_permutation_inside_each_128_byte_line():
         assert sorted(bk.xor_swizzle(a, line) for a in tile) == list(tile)
 
 
-# Lab 7 ------------------------------------------------------------------------------------------
+# A lab's accesses (lab 7's own: labs/lab07-matmul-registers/tests/test_models_vs_lab.py) ----------
 
-def wf(name, merge=True):
-    return bk.evaluate(name, merge).wavefronts
-
-
-def test_v5_as_read_is_a_broadcast_per_thread_row_but_the_two_rows_share_a_bank():
-    a = bk.evaluate("v5 As[row][k] read")
-    assert a.unique_bytes == 8 and (a.wavefronts, a.ways) == (2, 2)
+def column(stride_words=32):
+    return [4 * stride_words * lane for lane in range(32)]
 
 
-def test_v5_bs_read_is_4_way():
-    assert wf("v5 Bs[k][col] read") == 4
+class Table:
+    """What banks reads of a lab: its table's BANK_ACCESSES and BANK_MAIN_LOOPS."""
+    name = "a lab"
+    BANK_ACCESSES = {"column": bk.SharedAccess(column, {}, "LDS", 4, "32-way"),
+                     "padded column": bk.SharedAccess(column, {"stride_words": 33}, "LDS", 4, "no conflict"),
+                     "rows": bk.SharedAccess(lambda: [16 * r for r in range(32)], {}, "LDSM.x4", 16, "ldmatrix")}
+    BANK_MAIN_LOOPS = {"k": [("column", 2, "ld"), ("padded column", 2, "ld"), ("padded column", 1, "st")]}
+
+    def option(self, name, default=None):
+        return getattr(self, name, default)
 
 
-def test_v6_transposed_tile_reads_cost_the_vector_minimum_or_less():
-    assert wf("v6 As[k][m] LDS.128") == 2                  # two chunks, pairs repeat: quarters merge
-    assert wf("v6 As[k][m] LDS.128", merge=False) == 4
-    assert wf("v6 Bs[k][n] LDS.128") == 8                  # 2-way inside each quarter
-
-
-def test_v6_pad_makes_the_transposed_store_conflict_free():
-    assert wf("v6 As store, rows of 132") == 1
-    assert wf("v6 As store, rows of 128") == 2
-
-
-def test_v7_reads_are_conflict_free():
-    assert bk.evaluate("v7 As[k][m] LDS.128").conflicts == 0
-    assert bk.evaluate("v7 Bs[k][n] LDS.128").conflicts == 0
-    assert wf("v7 As store, rows of 132") == 2 and wf("v7 As store, rows of 128") == 4
-
-
-def test_t2_padding_and_swizzle_make_fragment_loads_conflict_free():
-    assert wf("t2 A fragment, rows of 40") == 4 and wf("t2 A fragment, rows of 32") == 16
-    assert wf("t2 B fragment, rows of 136") == 4 and wf("t2 B fragment, rows of 128") == 32
-    assert wf("t2 A fragment, swizzled") == 4 and wf("t2 B fragment, swizzled") == 4
-
-
-def test_the_pad_costs_the_tile_stores_and_the_swizzle_does_not():
-    """Chapter 8, section 8: swizzling keeps both the stores and the ldmatrix loads conflict-free."""
-    assert wf("t2 As store, rows of 40") == 8
-    assert wf("t2 As store, rows of 32") == 4 and wf("t2 As store, swizzled") == 4
-
-
-def test_lab_accesses_table_has_every_entry():
-    rows = bk.lab_accesses()
-    assert [r["access"] for r in rows] == list(bk.LAB_ACCESSES)
+def test_a_shared_access_is_evaluated_by_its_instruction():
+    lab = Table()
+    assert bk.evaluate(lab, "column").ways == 32 and bk.evaluate(lab, "padded column").conflicts == 0
+    assert bk.evaluate(lab, "rows").ideal == 4                      # LDSM: analyzed as an ldmatrix
+    rows = bk.access_rows(lab)
+    assert [r["access"] for r in rows] == list(Table.BANK_ACCESSES)
     assert all(r["wavefronts"] >= r["phases"] for r in rows)
+    assert [r["access"] for r in bk.access_rows(lab, prefix="padded")] == ["padded column"]
 
 
-def test_kernel_predictions_per_instruction():
-    v7 = bk.predict_kernel("v7")
-    assert v7["ld"]["instructions"] == 96 and v7["ld"]["per_instruction"] == pytest.approx(10 / 3)
-    assert bk.predict_kernel("v7", merge=False)["ld"]["per_instruction"] == 4     # the merge rule is testable
-    assert bk.predict_kernel("v6")["ld"]["per_instruction"] == 5                  # Bs reads: 8 wavefronts each
-    t2 = bk.predict_kernel("t2")
-    assert t2["ld"]["wavefronts"] == t2["ld"]["ideal"] and t2["st"]["wavefronts"] > t2["st"]["ideal"]
+def test_a_main_loop_prediction_sums_its_accesses():
+    p = bk.predict_kernel(Table(), "k")
+    assert p["ld"]["instructions"] == 4 and p["ld"]["wavefronts"] == 2 * 32 + 2 * 1
+    assert p["ld"]["per_instruction"] == pytest.approx(66 / 4) and p["st"]["ideal"] == 1
+
+
+def test_an_unknown_access_or_loop_is_a_course_error():
+    from common.errors import CourseError
+    with pytest.raises(CourseError):
+        bk.evaluate(Table(), "nope")
+    with pytest.raises(CourseError):
+        bk.predict_kernel(Table(), "nope")

@@ -1,8 +1,11 @@
-"""The hierarchy model: occupancy as cuda_occupancy.h computes it, and the chapter's ratios (no GPU)."""
+"""The hierarchy model: occupancy as cuda_occupancy.h computes it, and a kernel's tiling derived from
+its source plus the lab's facts, on a kernel file written here (no GPU). Lab 7's kernels against the
+chapter's ratios and ptxas: labs/lab07-matmul-registers/tests/test_models_vs_lab.py."""
 import pytest
 
 from common import hierarchy as h
 from common.errors import CourseError
+from common.kernels import Kernel
 
 
 def test_worked_example_256_threads_128_registers():
@@ -79,57 +82,6 @@ def test_unknown_arch_is_a_course_error():
         h.occupancy("sm_70", 256, 64)
 
 
-@pytest.mark.parametrize("name,loads_per_fma", [("v3", 2.0), ("v4", 9 / 8), ("v5", 16 / 64), ("v6", 4 / 64),
-                                                ("v7", 6 / 128)])
-def test_shared_loads_per_fma_are_the_chapters(name, loads_per_fma):
-    assert h.traffic(h.PRESETS[name])["loads_per_fma"] == pytest.approx(loads_per_fma)
-
-
-def test_v5_global_intensity_is_32_flop_per_byte():
-    """Chapter 8, section 3: 128 x 128 with BK = 8, nothing from L2: 32 FLOP/B."""
-    assert h.traffic(h.PRESETS["v5"])["global_flop_per_byte"] == pytest.approx(32)
-
-
-def test_a_square_warp_tile_reads_less_shared_memory_per_output():
-    """Chapter 8, section 5: v6's warp reads 16 + 128 values for 2048 outputs, v7's 64 + 64 for 4096."""
-    v6, v7 = h.traffic(h.PRESETS["v6"]), h.traffic(h.PRESETS["v7"])
-    assert v6["bytes_per_output_warp"] == pytest.approx(4 * 144 / 2048)
-    assert v7["bytes_per_output_warp"] == pytest.approx(4 * 128 / 4096)
-    assert v7["bytes_per_output_warp"] < v6["bytes_per_output_warp"]
-
-
-def test_t2_reuses_fragments_from_registers():
-    t1, t2 = h.traffic(h.PRESETS["t1"]), h.traffic(h.PRESETS["t2"])
-    assert t2["shared_loads"] == 6 and t2["math_instructions"] == 16    # 4 A + 2 B per 8 WMMA (16 HMMA.16816)
-    assert t2["shared_bytes_per_fma"] < t1["shared_bytes_per_fma"] / 2
-
-
-def test_register_estimate_terms_for_v5():
-    regs, parts = h.estimate_registers(h.PRESETS["v5"])
-    assert parts["accumulators"] == 64 and parts["operands"] == 2 * 16 and parts["staging"] == 8
-    assert 90 <= regs <= 140            # the chapter: "expect around 100"
-
-
-def test_prefetch_keeps_the_staging_registers_live():
-    plain, pre = h.estimate_registers(h.PRESETS["v7"])[0], h.estimate_registers(h.preset("v7", prefetch=True))[0]
-    assert pre > plain
-
-
-def test_every_preset_is_a_consistent_tiling():
-    for t in h.PRESETS.values():
-        t.check()
-
-
-def test_changing_a_preset_recomputes_threads():
-    t = h.preset("v7", BM=64)
-    assert t.threads == 64 and t.WM == 64
-
-
-def test_inconsistent_tiling_is_refused():
-    with pytest.raises(CourseError):
-        h.preset("v7", TN=3)          # 32 lanes x 8 x 3 x 4 do not cover 64 x 64
-
-
 def test_registers_from_ptxas_takes_the_report_compile_cubin_returns():
     report = {"sgemm_v6_vec": {"registers": 127}, "sgemm_v6_scalar": {"registers": 119}}
     assert h.registers_from_ptxas(report) == 127
@@ -137,25 +89,120 @@ def test_registers_from_ptxas_takes_the_report_compile_cubin_returns():
     assert h.registers_from_ptxas({"registers": 40}) == 40
 
 
-def test_explore_row_with_real_registers():
-    row = h.explore(h.PRESETS["v5"], "sm_86", registers=128)
+# A kernel's tiling: its source's parameters and the facts the source cannot say -------------------
+
+WARP_TILED = """
+#ifndef BM
+#define BM 128      // block tile rows
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 16
+#endif
+#ifndef WM
+#define WM 64
+#endif
+#ifndef WN
+#define WN 64
+#endif
+#ifndef WNITER
+#define WNITER 4
+#endif
+#ifndef TM
+#define TM 8
+#endif
+#ifndef TN
+#define TN 4
+#endif
+#ifndef PREFETCH
+#define PREFETCH 0
+#endif
+constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
+constexpr int STAGES = PREFETCH ? 2 : 1;
+constexpr int AS_LD = BM + 4;
+"""
+
+ROW_BY_ROW = """
+constexpr int TILE = 16;
+constexpr int BM = 128, BN = 128;
+constexpr int TM = 8, TN = 8;
+constexpr int THREADS = (BM / TM) * (BN / TN);
+constexpr int PAD = 8;
+constexpr int LDA = TILE + PAD;
+"""
+
+
+def kernel(tmp_path, text, precision="fp32", **row):
+    path = tmp_path / "k.cu"
+    path.write_text(text)
+    return Kernel("k", "k.cu", {"": "k"}, precision, path=str(path), **row)
+
+
+def test_a_tiling_reads_its_parameters_from_the_source(tmp_path):
+    t = h.tiling_of(kernel(tmp_path, WARP_TILED), {"vector": 4, "a_transposed": True, "a_ld": "AS_LD"})
+    assert (t.BM, t.BN, t.BK, t.WM, t.WN, t.WNITER, t.TM, t.TN, t.threads) == (128, 128, 16, 64, 64, 4, 8, 4, 128)
+    assert (t.vector, t.a_pad, t.stages, t.dtype_bytes) == (4, 4, 1, 4)
+    assert t.shared_bytes() == 16 * (132 + 128) * 4
+
+
+def test_a_rows_defines_are_the_tilings(tmp_path):
+    """A tuning build (Kernel.with_params) is modelled as built."""
+    t = h.tiling_of(kernel(tmp_path, WARP_TILED).with_params(BK=8), {})
+    assert t.BK == 8 and t.name == "k[BK8]"
+
+
+def test_a_change_goes_to_the_source_so_what_it_derives_follows(tmp_path):
+    k = kernel(tmp_path, WARP_TILED)
+    facts = {"a_transposed": True, "a_ld": "AS_LD", "prefetch": "PREFETCH"}
+    t = h.tiling_of(k, facts, BM=64)
+    assert t.threads == 64 and t.WM == 64 and t.a_pad == 4          # AS_LD = BM + 4 followed
+    t = h.tiling_of(k, facts, PREFETCH=1)                            # a source parameter by its own name
+    assert t.prefetch and t.stages == 2
+    assert h.tiling_of(k, facts, prefetch=True).stages == 2          # the field, through its source name
+
+
+def test_with_changes_threads_follow_the_warp_tiles(tmp_path):
+    t = h.tiling_of(kernel(tmp_path, ROW_BY_ROW), {"BK": "TILE", "warp": "rows"}, WM=32)
+    assert t.threads == 4 * 1 * 32 and t.WMITER == 2
+
+
+def test_an_inconsistent_tiling_is_refused(tmp_path):
+    with pytest.raises(CourseError, match="cover the warp tile"):
+        h.tiling_of(kernel(tmp_path, WARP_TILED), {}, TN=3)      # 32 lanes x 8 x 3 x 4 do not cover 64 x 64
+
+
+def test_threads_numbered_row_by_row_give_a_warp_strip(tmp_path):
+    """No warp tile in the source: 16 thread tiles across, so a warp is 2 thread rows = 16 x 128."""
+    t = h.tiling_of(kernel(tmp_path, ROW_BY_ROW), {"BK": "TILE", "warp": "rows", "a_ld": "LDA"})
+    assert (t.BK, t.WM, t.WN, t.threads, t.a_pad) == (16, 16, 128, 256, 8)
+
+
+def test_facts_default_to_the_rows_own(tmp_path):
+    k = kernel(tmp_path, ROW_BY_ROW, hierarchy={"BK": "TILE", "warp": "rows"})
+    assert h.tiling_of(k).WN == 128
+
+
+def test_a_tensor_core_tiling_takes_the_precisions_element_size(tmp_path):
+    t = h.tiling_of(kernel(tmp_path, WARP_TILED, precision="fp16_tensor"), {"mma": "m16n16k16", "copy": "cp.async"})
+    assert t.dtype_bytes == 2 and t.k_step == 16
+
+
+def test_what_neither_the_source_nor_the_facts_say_is_an_error(tmp_path):
+    with pytest.raises(CourseError, match="BK"):
+        h.tiling_of(kernel(tmp_path, ROW_BY_ROW), {"warp": "rows"})
+    with pytest.raises(CourseError, match="does not define NOPE"):
+        h.tiling_of(kernel(tmp_path, ROW_BY_ROW), {"BK": "NOPE", "warp": "rows"})
+    with pytest.raises(CourseError, match="unknown hierarchy fact"):
+        h.tiling_of(kernel(tmp_path, ROW_BY_ROW), {"BK": "TILE", "warp": "rows", "swizzle": True})
+    with pytest.raises(CourseError, match="no parameter"):
+        h.tiling_of(kernel(tmp_path, WARP_TILED), {}, NOPE=3)
+
+
+def test_explore_row_with_real_registers(tmp_path):
+    t = h.tiling_of(kernel(tmp_path, ROW_BY_ROW), {"BK": "TILE", "warp": "rows"})
+    row = h.explore(t, "sm_86", registers=128)
     assert row["registers_source"] == "ptxas" and row["blocks_per_sm"] == 2
     assert row["occupancy"] == pytest.approx(1 / 3)
     assert row["binding"] == "registers"
-
-
-def test_kernel_define_names_map_to_tiling_fields():
-    t = h.preset("v7", V7_PREFETCH=1)
-    assert t.prefetch and t.stages == 2 and t.shared_bytes() == 33280     # ptxas: 33280 bytes smem
-    assert h.preset("t3", STAGES=3).stages == 3
-
-
-def test_a_tile_too_big_for_255_registers_spills_but_still_runs():
-    row = h.explore(h.preset("v7", TM=16, WM=128, BM=256), "sm_90")
-    assert row["registers_estimate"] > 255 and row["spills_expected"]
-    assert row["blocks_per_sm"] >= 1
-
-
-def test_t1_fragments_come_from_global_memory():
-    assert h.traffic(h.PRESETS["t1"])["loads_from"] == "global"
-    assert h.traffic(h.PRESETS["t2"])["loads_from"] == "shared"

@@ -32,25 +32,58 @@ def test_notebook_asks_for_the_python3_kernel(path):
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
 
 
+@pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
+def test_notebook_gets_common_from_the_environment_not_a_bootstrap_cell(path):
+    """One place makes `common` importable (the virtualenv's .pth, PYTHONPATH from make): no
+    notebook edits sys.path, and each opens by loading its lab by name."""
+    nb = json.loads(path.read_text())
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    assert not any("sys.path" in c for c in code)
+    assert code[0].startswith("from common.lab import load\nlab = load(")
+
+
 def _notebook_with_outputs(tmp_path):
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook, new_output
     cell = new_code_cell("print(1)", execution_count=3, outputs=[new_output("stream", name="stdout", text="1\n")])
     cell.metadata["execution"] = {"iopub.status.busy": "2026-11-30T00:00:00Z"}
+    cell.metadata["collapsed"] = False
+    cell.metadata["tags"] = ["summary"]
     nb = new_notebook(cells=[cell])
+    nb.metadata["kernelspec"] = dict(notebooks.KERNELSPEC)
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {}}
+    # what JupyterLab autosaves into a notebook it merely opened
+    nb.metadata["language_info"] = {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+                                    "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                                    "pygments_lexer": "ipython3", "version": "3.12.3"}
     path = tmp_path / "dirty.ipynb"
     nbformat.write(nb, path)
     return path
 
 
 @needs_stack
-def test_strip_removes_outputs_counts_timings_and_widget_state(tmp_path):
+def test_strip_removes_outputs_counts_timings_widget_state_and_what_jupyterlab_autosaves(tmp_path):
     path = _notebook_with_outputs(tmp_path)
-    assert len(notebooks.output_problems(path)) == 4
+    problems = notebooks.output_problems(path)
+    assert len(problems) == 4 and any("language_info" in p for p in problems)
     assert notebooks.strip(path) is True
     assert notebooks.output_problems(path) == []
+    nb = json.loads(path.read_text())
+    assert set(nb["metadata"]) == {"kernelspec"} and nb["cells"][0]["metadata"] == {"tags": ["summary"]}
     assert notebooks.strip(path) is False          # stripping twice changes nothing
+
+
+@needs_stack
+def test_strip_puts_back_the_python3_kernel(tmp_path):
+    """A kernel picked in JupyterLab (another kernelspec) is saved into the notebook: strip resets it."""
+    import nbformat
+    path = _notebook_with_outputs(tmp_path)
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["kernelspec"] = {"display_name": "course", "language": "python", "name": "course"}
+    nbformat.write(nb, path)
+    assert any("kernelspec" in p for p in notebooks.output_problems(path))
+    notebooks.strip(path)
+    assert json.loads(path.read_text())["metadata"]["kernelspec"]["name"] == "python3"
 
 
 @needs_stack

@@ -1,10 +1,13 @@
 """Bench records read back (common/records.py) on a synthetic record: the tables, the chapter's
-comparisons, the predictions table. No GPU."""
+comparisons, the predictions table. No GPU. The recorded lab 7 record (before "ladders" was
+written): labs/lab07-matmul-registers/tests/test_bench_report.py."""
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from common import records
+from common.precision import PRECISIONS
 
 H200 = {"name": "NVIDIA H200", "arch": "sm_90", "sms": 132, "sm_clock_max_mhz": 1980, "driver": "580.1",
         "peaks": {"fp32": 66.9, "fp16_tensor": 1070.5, "note": ""}}
@@ -21,9 +24,12 @@ def synthetic_record(date="2026-12-01T10:00:00+00:00", commit="0123456789abcdef"
             results.append({"ladder": ladder, "kernel": k, "variant": "", "size": n, "tflops": tf,
                             "pct_of_cublas": 100 * tf / base, "pct_of_peak": 10.0, "check": f"PASS {k} {n}^3",
                             "check_ok": True})
+    ladders = {"fp32": {"precision": "fp32", "title": "FP32 (FFMA)", "baseline_mode": "SGEMM (TF32 off)",
+                        "peak_tflops": 66.9},
+               "fp16": {"precision": "fp16_tensor", "title": "FP16 in, FP32 accumulate (tensor cores)",
+                        "baseline_mode": "GemmEx FP16", "peak_tflops": 1070.5}}
     return {"what": "lab07-bench", "gpu": H200, "run": {"date": date, "commit": commit, "dirty_tree": False},
-            "sizes": [1024, 4096], "cublas": {"fp32_mode": "SGEMM (TF32 off)", "fp16_mode": "GemmEx FP16"},
-            "results": results}
+            "sizes": [1024, 4096], "ladders": ladders, "results": results}
 
 
 def test_provenance_names_the_gpu_the_date_the_commit_and_the_file(tmp_path):
@@ -55,21 +61,42 @@ def test_series_is_what_the_ladder_chart_draws():
 
 
 def test_the_chapters_comparisons():
-    rows = {r["comparison"]: r for r in records.comparisons(synthetic_record())}
+    rows = {r["comparison"]: r for r in records.comparisons(synthetic_record(), ratios=[("fp16", "fp32")])}
     assert rows["best FP32 kernel (v7) / cuBLAS SGEMM"]["ratio"] == pytest.approx(0.8)
     assert rows["best FP16 kernel (t3) / cuBLAS HGEMM"]["ratio"] == pytest.approx(0.4)
     assert rows["cuBLAS HGEMM / cuBLAS SGEMM"]["ratio"] == pytest.approx(14.0)
 
 
+def test_the_baseline_ratios_are_the_labs():
+    lab = SimpleNamespace(option=lambda name, default=None: {"BASELINE_RATIOS": [("fp16", "fp32")]}.get(name, default))
+    assert len(records.comparisons(synthetic_record(), lab=lab)) == 3
+    assert len(records.comparisons(synthetic_record())) == 2          # no lab, no ratios: the two ladders
+
+
+def test_a_record_without_ladders_takes_each_ladders_precision_from_the_labs_table():
+    rec = synthetic_record()
+    del rec["ladders"]
+    rec["cublas"] = {"fp32_mode": "cuBLAS SGEMM (TF32 off)", "fp16_mode": "cuBLAS GemmEx FP16"}
+    lab = SimpleNamespace(kernels={"v5": SimpleNamespace(prec=PRECISIONS["fp32"]),
+                                   "t1": SimpleNamespace(prec=PRECISIONS["fp16_tensor"])}, ladders={})
+    info = records.ladder_info(rec, "fp16", lab)
+    assert info["precision"] == "fp16_tensor" and info["baseline"] == "cuBLAS HGEMM"
+    assert info["baseline_mode"] == "cuBLAS GemmEx FP16" and info["peak_tflops"] == pytest.approx(1070.5)
+    assert "TF32 off" in records.ladder_table(rec, "fp32", lab).splitlines()[0]
+    rows = {r["comparison"] for r in records.comparisons(rec, lab=lab, ratios=[("fp16", "fp32")])}
+    assert "cuBLAS HGEMM / cuBLAS SGEMM" in rows
+    assert records.ladder_info(rec, "fp16")["title"] == "fp16"        # no lab: the ladder's name
+
+
 def test_predictions_against_the_record():
-    rows = records.predictions_rows(synthetic_record(), {"v7": 70, "t3": None, records.HGEMM_OVER_SGEMM: 10,
-                                                         "v9": 50})
+    rows = records.predictions_rows(synthetic_record(), {"v7": 70, "t3": None, "HGEMM/SGEMM": 10, "v9": 50})
     by = {r["quantity"]: r for r in rows}
     assert by["v7: % of cuBLAS"]["off_by"] == pytest.approx(10.0)
     assert by["t3: % of cuBLAS"]["off_by"] is None and by["t3: % of cuBLAS"]["measured"] == pytest.approx(40.0)
-    assert by["cuBLAS HGEMM / SGEMM (x)"]["measured"] == pytest.approx(14.0)
+    assert by["cuBLAS HGEMM / cuBLAS SGEMM (x)"]["measured"] == pytest.approx(14.0)
     assert by["v9: % of cuBLAS"]["measured"] is None           # not in the record: shown as '-'
     assert "no predictions entered" in records.predictions_table(synthetic_record(), {"v7": None})
+    assert records.measured(synthetic_record(), "fp16/fp32", 4096) == pytest.approx(14.0)   # by ladder names
 
 
 def test_tflops_against_size_has_a_panel_per_ladder():

@@ -1,9 +1,10 @@
-"""The roofline on a synthetic bench record (no GPU)."""
+"""The roofline on a synthetic bench record (no GPU). Lab 7's kernels at their model intensities:
+labs/lab07-matmul-registers/tests/test_models_vs_lab.py."""
 import json
 
 import pytest
 
-from common import hierarchy, roofline
+from common import roofline
 
 H200 = {"name": "NVIDIA H200", "arch": "sm_90", "sms": 132, "sm_clock_max_mhz": 1980,
         "memory_clock_max_mhz": 3201, "memory_bus_bits": 6144}
@@ -15,7 +16,11 @@ def synthetic_record(tflops=None, date="2026-12-01T10:00:00+00:00"):
     results = [{"ladder": l, "kernel": k, "variant": "", "size": n, "tflops": t * n / 4096}
                for (l, k), t in tflops.items() for n in (1024, 4096)]
     return {"what": "lab07-bench", "gpu": H200, "run": {"date": date, "commit": "abc"}, "sizes": [1024, 4096],
-            "results": results}
+            "ladders": {"fp32": {"precision": "fp32"}, "fp16": {"precision": "fp16_tensor"}}, "results": results}
+
+
+# FLOP/B if nothing hits in L2: 128 x 128 FP32 tiles 32, 16 x 16 ones 4 (lab 7's v5 and v3)
+INTENSITIES = {"v3": 4.0, "v5": 32.0, "v7": 32.0, "t1": 8.0, "t3": 64.0}
 
 
 def test_bandwidth_from_memory_clock_and_bus_width():
@@ -42,15 +47,21 @@ def test_attainable_is_the_lower_roof():
 
 
 def test_points_place_each_kernel_at_its_model_intensity():
-    rows = {(r["ladder"], r["kernel"]): r for r in roofline.points(synthetic_record())}
+    rows = {(r["ladder"], r["kernel"]): r for r in roofline.points(synthetic_record(), intensities=INTENSITIES)}
     assert all(r["size"] == 4096 for r in rows.values())
     v5 = rows[("fp32", "v5")]
     assert v5["intensity"] == pytest.approx(32) and v5["bound"] == "compute"
     assert v5["pct_of_roof"] == pytest.approx(100 * 30 / v5["roof"])
     v3 = rows[("fp32", "v3")]
-    assert v3["intensity"] == pytest.approx(hierarchy.traffic(hierarchy.PRESETS["v3"])["global_flop_per_byte"])
+    assert v3["intensity"] == pytest.approx(4.0)
     assert v3["bound"] == "memory" and v3["roof"] == pytest.approx(4 * 4.917, rel=0.01)
     assert rows[("fp32", "cuBLAS")]["intensity"] is None
+    assert rows[("fp16", "t3")]["peak"] == pytest.approx(roofline.roofs(H200)["fp16_tensor"])   # its precision's roof
+
+
+def test_roofs_cover_every_precisions_peak():
+    r = roofline.roofs(H200)
+    assert {"fp32", "fp16_tensor", "tf32_tensor", "bf16_tensor"} <= set(r)
 
 
 def test_newest_record_picks_the_latest_date(tmp_path):
@@ -62,7 +73,7 @@ def test_newest_record_picks_the_latest_date(tmp_path):
 
 
 def test_plot_writes_a_png(tmp_path):
-    fig = roofline.plot(synthetic_record(), path=tmp_path / "roofline.png")
+    fig = roofline.plot(synthetic_record(), path=tmp_path / "roofline.png", intensities=INTENSITIES)
     assert (tmp_path / "roofline.png").stat().st_size > 10_000
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"

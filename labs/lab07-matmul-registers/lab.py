@@ -7,8 +7,10 @@ benchmarks, profilers, notebooks and grader use. Each kernel's tile parameters l
 
 Adding a kernel is one .cu file in kernels/ and one row here.
 """
-from common.kernels import Kernel
+from common.kernels import ALPHA_BETA, Kernel
 from common.targets import Tuning
+
+from .models import BANK_ACCESSES, BANK_MAIN_LOOPS, CHECK_SHAPES, HIERARCHY, INNER_LOOPS  # noqa: F401
 
 TITLE = "Lab 7, Matmul II: register blocking, warp tiling, tensor cores"
 SHORT = "lab07"
@@ -50,6 +52,12 @@ FP32 = [
            title="warp tiling, 64x64 per warp",
            claim="6 LDS.128 per 128 FMAs; the warp reads the perimeter of a square",
            model={"smem_loads_per_ffma": 6 / 128}),
+    # past the chapter (its section 8): what cuBLAS does that v7 does not
+    Kernel("v8", "v8_pipelined.cu", {"vec": "sgemm_v8_vec", "scalar": "sgemm_v8_scalar"}, "fp32", choose=_vec4,
+           args=ALPHA_BETA,
+           title="v7 + cp.async stages, swizzled tiles, register double buffering, rasterization",
+           claim="the steps of section 8 on the CUDA cores: past cuBLAS SGEMM on Hopper",
+           model={"smem_loads_per_ffma": 6 / 128}),
 ]
 
 FP16 = [
@@ -64,6 +72,10 @@ FP16 = [
            "fp16_tensor", rules=(K_MULTIPLE_OF_8,), choose=_vec8_b,
            title="t2 + cp.async double buffering",
            claim="the copies of phase t+1 fly while phase t computes"),
+    Kernel("t4", "t4_mma_ldmatrix.cu", {"vec": "hgemm_t4_vec", "scalar": "hgemm_t4_scalar"},
+           "fp16_tensor", rules=(K_MULTIPLE_OF_8,), choose=_vec8_b,
+           title="mma.sync + ldmatrix by hand, XOR-swizzled tiles, 4 stages, 64x64 warp tiles",
+           claim="section 8 on the tensor cores: no padding, fragments double-buffered, up to the mma.sync ceiling"),
 ]
 
 LADDERS = {"fp32": FP32, "fp16": FP16}

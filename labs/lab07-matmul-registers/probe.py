@@ -9,23 +9,20 @@
     run_probe(entry, arch=None) -> the entry point's output array (fragments.PROBE_DTYPES[entry])
     run_all()                   -> {entry: output}; check with fragments.check_probe(entry, output)
 
-The notebooks use the saved file where there is no GPU (WMMA's layout as last measured).
+The notebooks use the saved file where there is no GPU (WMMA's layout as last measured); they
+load this module as lab.module("probe") (common/views.py), so it imports nothing of the lab's.
 """
 import datetime
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from common import fragments, report
+from common.build import compile_cubin
+from common.errors import user_errors
+
 LAB = Path(__file__).resolve().parent
-sys.path[:0] = [str(LAB), str(LAB.parents[1])]
-
-from common import fragments                    # noqa: E402
-from common.build import compile_cubin          # noqa: E402
-from common import report                       # noqa: E402
-from common.errors import user_errors           # noqa: E402
-
 SOURCE = LAB / "kernels" / "probe_fragments.cu"
 BUILD_DIR = LAB / "build"
 RESULTS_DIR = LAB / "results"

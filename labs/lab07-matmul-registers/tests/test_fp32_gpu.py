@@ -34,3 +34,19 @@ def test_fp32_kernel_takes_the_vector_path_only_when_rows_are_16_byte_aligned(na
     for shape in [(200, 256, 64), (200, 254, 64), (200, 256, 66)]:
         verdict = LAB.check(name, *shape)
         assert verdict.ok, str(verdict)
+
+
+ALPHA_BETA_ROWS = [k.name for k in LAB.ladders["fp32"] if k.has_alpha_beta]
+AB_SHAPES = [(1, 1, 1), (127, 129, 131), (129, 127, 64), (256, 260, 64), (1000, 3, 517)]
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ALPHA_BETA_ROWS)
+@pytest.mark.parametrize("alpha,beta", [(1.5, 0.5), (-0.75, 0.0), (1.0, -2.0)])
+def test_alpha_and_beta_every_variant(name, alpha, beta):
+    """C = alpha A B + beta C; with beta = 0 the C the kernel is given holds NaN, so a kernel that
+    reads C anyway (0 x NaN is NaN) fails."""
+    k = LAB.kernels[name]
+    for v, shape in k.cases(AB_SHAPES):
+        verdict = LAB.check(name, *shape, variant=v, alpha=alpha, beta=beta)
+        assert verdict.ok, str(verdict)

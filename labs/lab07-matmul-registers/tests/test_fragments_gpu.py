@@ -5,16 +5,16 @@ nvcc; the others need a GPU and skip without one."""
 import numpy as np
 import pytest
 
-import lab07
 from common import fragments as fr
 from common.build import ALL_ARCHS, compile_cubin
-from conftest import needs_gpu
+from common.testing import lab_of, needs_gpu
 
-PROBE = lab07.KERNELS_DIR / "probe_fragments.cu"
+LAB = lab_of(__file__)
+PROBE = LAB.kernels_dir / "probe_fragments.cu"
 
 
 def probe_cubin(arch):
-    return lab07.BUILD_DIR / arch / "probe_fragments.cubin"      # where probe.build_probe puts it
+    return LAB.build_dir / arch / "probe_fragments.cubin"        # where probe.build_probe puts it
 
 
 @pytest.mark.parametrize("arch", ALL_ARCHS)
@@ -29,8 +29,8 @@ def test_probe_compiles_for_every_arch_without_warnings(arch):
 @pytest.fixture(scope="module")
 def run_probe():
     """run_probe(entry) -> the entry's output array, from one warp, one launch (probe.py)."""
-    import probe
-    arch = lab07.gpu_arch()
+    probe = LAB.module("probe")
+    arch = LAB.gpu_arch()
     return lambda entry: probe.run_probe(entry, arch)
 
 
@@ -48,6 +48,6 @@ def test_wmma_layout_as_measured(run_probe, capsys):
     assert len(lay["matrix_a.row_major"]["per_lane"][0]) == 16      # num_elements of a 16x16x16 half fragment
     with capsys.disabled():
         for name, frag in lay.items():
-            print(f"\nWMMA {name} on {lab07.gpu_arch()}: {len(frag['per_lane'][0])} elements per lane; "
+            print(f"\nWMMA {name} on {LAB.gpu_arch()}: {len(frag['per_lane'][0])} elements per lane; "
                   "lowest lane holding each element:")
             print(fr.lane_tile_text(frag["lanes"]))

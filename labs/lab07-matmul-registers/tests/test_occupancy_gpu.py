@@ -5,9 +5,10 @@ import ctypes
 
 import pytest
 
-import lab07
 from common import hierarchy as h
-from conftest import needs_gpu
+from common.testing import lab_of, needs_gpu
+
+LAB = lab_of(__file__)
 
 CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
 CU_FUNC_ATTRIBUTE_NUM_REGS = 4
@@ -62,17 +63,18 @@ class Driver:
 def gpu():
     from common.device import gpu_facts
     facts = gpu_facts()                           # also makes PyCUDA's primary context current
-    lab07.build(lab07.FP32 + lab07.FP16, [facts["arch"]])
+    LAB.build(KERNELS, [facts["arch"]])
     return facts, Driver()
 
 
 def _cases():
-    out = [(k, entry, k.shared_bytes) for k in lab07.FP32 + lab07.FP16 for entry in k.entries.values()]
-    t3 = lab07.KERNELS["t3"]                      # dynamic shared memory walks the carveout steps
+    out = [(k, entry, k.shared_bytes) for k in KERNELS for entry in k.entries.values()]
+    t3 = LAB.kernel("t3")                         # dynamic shared memory walks the carveout steps
     out += [(t3, t3.entries["vec"], kb * 1024) for kb in (20, 60, 100, 150, 200)]
     return out
 
 
+KERNELS = LAB.own()
 CASES = _cases()
 
 
@@ -80,7 +82,10 @@ CASES = _cases()
 @pytest.mark.parametrize("k,entry,dynamic", CASES, ids=[f"{k.name}-{e}-{d}" for k, e, d in CASES])
 def test_model_occupancy_is_the_drivers(gpu, k, entry, dynamic):
     facts, drv = gpu
-    mod = drv.load(k.cubin(lab07.BUILD_DIR, facts["arch"]))
+    arch = LAB.build_arch(k, facts["arch"])
+    if arch is None:
+        pytest.skip(f"{k.name} does not run on {facts['arch']}")
+    mod = drv.load(k.cubin(LAB.build_dir_of(k), arch))
     try:
         fn = drv.function(mod, entry)
         regs = drv.attribute(fn, CU_FUNC_ATTRIBUTE_NUM_REGS)

@@ -15,6 +15,7 @@ from common import profiling
 from common import banks, hierarchy, ncu, report
 from common import ncu_metrics as nm
 from common import sanitizer
+from common.kernels import Kernel
 
 LAB = lab_of(__file__)
 
@@ -51,8 +52,9 @@ def entry_at_profile_size(name):
 
 # --- ncu --------------------------------------------------------------------------------------
 
-NCU_FIXTURES = [("ncu_fp32_v6.log", "v6"), ("ncu_fp32_cublas-sgemm.log", "cublas-sgemm"),
-                ("ncu_tensor_t3.log", "t3"), ("ncu_tensor_cublas-hgemm.log", "cublas-hgemm")]
+# (fixture file, the profile name it was captured for: cuBLAS is profiled as cublas-<precision>)
+NCU_FIXTURES = [("ncu_fp32_v6.log", "v6"), ("ncu_fp32_cublas-sgemm.log", "cublas-fp32"),
+                ("ncu_tensor_t3.log", "t3"), ("ncu_tensor_cublas-hgemm.log", "cublas-fp16_tensor")]
 
 
 @pytest.mark.parametrize("fixture_name,name", NCU_FIXTURES, ids=[n for _, n in NCU_FIXTURES])
@@ -103,14 +105,14 @@ def test_cublas_sgemm_is_one_fp32_gemm_of_the_profiled_size():
 
 def warp_phases(name):
     """Warps x main-loop phases of one launch at SIZE^3: (SIZE/BM)(SIZE/BN) blocks x threads/32 warps
-    x SIZE/BK phases (the tiling of common/hierarchy.PRESETS; test_models_vs_lab ties it to the table)."""
-    t = hierarchy.PRESETS[name]
+    x SIZE/BK phases (the tiling common/hierarchy.py derives from the kernel file and models.py)."""
+    t = hierarchy.tiling(LAB, name)
     return (SIZE // t.BM) * (SIZE // t.BN) * (t.threads // 32) * (SIZE // t.BK)
 
 
 def model_loads(name):
     """common/banks.py's shared loads of one warp in one main-loop phase: (instructions, unique bytes)."""
-    loads = [(banks.evaluate(access), count) for access, count, op in banks.MAIN_LOOPS[name] if op == "ld"]
+    loads = [(banks.evaluate(LAB, access), count) for access, count, op in banks.main_loops(LAB)[name] if op == "ld"]
     return sum(count for _, count in loads), sum(count * a.unique_bytes for a, count in loads)
 
 
@@ -146,7 +148,7 @@ def test_the_bank_model_predicts_ncus_load_wavefronts_per_instruction(fixture_na
     the model (or the kernel) is wrong: fix that, never the tolerance."""
     m = launches_of(fixture_name)[0].metrics
     instructions = m[nm.LDS_INST] + m[nm.LDSM_INST]
-    predicted = banks.predict_kernel(name)["ld"]
+    predicted = banks.predict_kernel(LAB, name)["ld"]
     assert instructions == predicted["instructions"] * warp_phases(name)
     assert m[nm.LD_WAVEFRONTS] / instructions == pytest.approx(predicted["per_instruction"], rel=0.01)
 
@@ -156,7 +158,7 @@ def test_ncu_decides_for_the_merge_rule_of_the_bank_model():
     kernel 6.0 per instruction (banks.predict_kernel(merge=False)); ncu measures 5.0."""
     m = launches_of("ncu_fp32_v6.log")[0].metrics
     measured = m[nm.LD_WAVEFRONTS] / (m[nm.LDS_INST] + m[nm.LDSM_INST])
-    assert measured != pytest.approx(banks.predict_kernel("v6", merge=False)["ld"]["per_instruction"], rel=0.01)
+    assert measured != pytest.approx(banks.predict_kernel(LAB, "v6", merge=False)["ld"]["per_instruction"], rel=0.01)
 
 
 def test_v6_shared_loads_per_ffma_match_the_chapter_model():
@@ -240,7 +242,7 @@ def test_a_planted_bug_is_found_and_owned_by_its_kernel(tool, kernel):
 def test_a_planted_bug_fails_the_summary_naming_kernel_and_tool(tool, kernel):
     text = fixture(f"sanitizer_{tool}_broken.txt")
     found = sanitizer.parse(text, tool, ["clean_copy", kernel])
-    plan = [(SimpleNamespace(name=k), "", k, [None]) for k in ("clean_copy", kernel)]
+    plan = [(Kernel(k, "broken_kernels.cu", {"": k}, "fp32"), "", k, [None]) for k in ("clean_copy", kernel)]
     rows, problems = profiling.summarize(plan, {tool: (found, {"clean_copy": 1, kernel: 1}, 1, "log")})
     assert len(problems) == 1 and problems[0].startswith(f"{tool}: {kernel}: ")
     assert next(r for r in rows if r["entry"] == "clean_copy")[tool] == "clean"

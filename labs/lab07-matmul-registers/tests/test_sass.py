@@ -77,11 +77,30 @@ def test_wmma_16x16x16_is_two_hmma_16816(sass):
             assert sum(hmma.values()) % 2 == 0
 
 
-def test_only_t3_copies_with_cp_async(sass):
+def test_only_t3_t4_and_v8_copy_with_cp_async(sass):
     for v in ("vec", "scalar"):
-        assert sass[f"t3/{v}"]["LDGSTS"] > 0 and sass[f"t3/{v}"]["DEPBAR"] > 0
+        for name in ("t3", "t4", "v8"):
+            assert sass[f"{name}/{v}"]["LDGSTS"] > 0 and sass[f"{name}/{v}"]["DEPBAR"] > 0, f"{name}/{v}"
         assert sass[f"t2/{v}"]["LDGSTS"] == 0
+        for name in ("v6", "v7"):
+            assert sass[f"{name}/{v}"]["LDGSTS"] == 0
     assert sass["t1"]["LDGSTS"] == 0
+
+
+def test_t4_feeds_hand_placed_mma_from_ldmatrix_and_ldmatrix_trans(sass):
+    """A by ldmatrix.x4 (LDSM.16.M88.4), B (row-major K x N) by ldmatrix .trans (LDSM.16.MT88),
+    mma.sync m16n8k16 (HMMA.16816.F32); no shared loads of another kind in the main loop."""
+    for v in ("vec", "scalar"):
+        ops = sass[f"t4/{v}"]["opcodes"]
+        assert ops.get("HMMA.16816.F32", 0) > 0, ops
+        assert ops.get("LDSM.16.M88.4", 0) > 0, ops
+        assert any(op.startswith("LDSM.16.MT88") for op in ops), ops
+
+
+def test_v8_keeps_v7s_128_bit_shared_reads(sass):
+    for v in ("vec", "scalar"):
+        c = sass[f"v8/{v}"]
+        assert c["LDS.128"] > 0 and c["FFMA"] > 0, c
 
 
 def test_t2_copies_tiles_with_16_byte_loads(sass):
