@@ -298,7 +298,9 @@ def bench_report(lab, results, facts, sizes, ladders, blas, failures, stem, out_
         if a in ladders and b in ladders:
             ratios = "  ".join(f"{n}³: {records.result(record, a, BASELINE, n)['tflops'] / records.result(record, b, BASELINE, n)['tflops']:.1f}x"
                                for n in sizes)
-            print(f"\ncuBLAS {a} / cuBLAS {b}: {ratios}")
+            print(f"\n{lab.ladder_precision(a).baseline} / {lab.ladder_precision(b).baseline} "
+                  f"(what the narrower inputs are worth): {ratios}")
+    print("\n" + records.comparisons_table(record, lab=lab))
     base = Path(out_dir) / f"{stem}_{_slug(facts['name'])}_{day}_{info['commit'][:7]}"
     path = report.write_json(base.with_suffix(".json"), record)
     charts = []

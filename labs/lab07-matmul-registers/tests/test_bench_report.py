@@ -18,7 +18,7 @@ def test_bench_report_prints_both_ladders_and_writes_record_and_charts(tmp_path,
                          tmp_path)
     out = capsys.readouterr().out
     assert "FP32 (FFMA)" in out and "FP16 in, FP32 accumulate" in out and "TF32 off" in out
-    assert "cuBLAS fp16 / cuBLAS fp32" in out                       # the table's BASELINE_RATIOS
+    assert "cuBLAS HGEMM / cuBLAS SGEMM" in out                       # the table's BASELINE_RATIOS
     for k in LAB.all_kernels:
         if any(r["kernel"] == k.name for r in rec["results"]):
             assert f"\n{k.name} " in out
