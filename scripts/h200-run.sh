@@ -1,31 +1,36 @@
 #!/usr/bin/env bash
-# The maintainers' one-call GPU session (not for students): build, test, bench, sass and more,
-# logs and results into $OUT/gpu-run.tgz. Usage on the GPU machine, from the repo root:
-#   source .whl/gpu-env.sh && scripts/h200-run.sh test bench sass tune ncu sanitize fixtures
+# The maintainers' one-call GPU session (not for students): test, bench, tune and more for every lab
+# (or LABS="labs/a labs/b"), logs and results into $OUT/gpu-run.tgz. On the GPU machine, from the root:
+#   source .whl/gpu-env.sh && scripts/h200-run.sh test bench sass tune ncu sanitize
+# STEP_TIMEOUT (seconds, default 300) bounds every step; TUNE_BUDGET (s) the tuner's timing.
 set -uo pipefail
 make() { timeout "${STEP_TIMEOUT:-300}" /usr/bin/env make "$@"; }
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/logs"
 export PYTHON=${PYTHON:-python3}
-LAB=labs/lab07-matmul-registers
+LABS=${LABS:-$(ls -d labs/*/ | sed 's:/$::')}
 { nvidia-smi; $PYTHON --version; nvcc --version | tail -1; which ncu compute-sanitizer cuobjdump; } > "$OUT/logs/env.txt" 2>&1
+each() {   # each STEP TARGET [VARS...]: make TARGET in every lab, one log per lab
+  local step=$1 target=$2; shift 2
+  for lab in $LABS; do
+    local log="$OUT/logs/${step}_$(basename $lab).log"
+    make -C "$lab" "$target" PYTHON=$PYTHON "$@" > "$log" 2>&1; echo "$(basename $lab) $target: exit $?"
+    grep -v '^\[' "$log" | tail -${TAIL:-25}
+  done
+}
 for step in "$@"; do
   echo "=== $step ($(date +%T))"
   case $step in
-    test)      make test PYTHON=$PYTHON > "$OUT/logs/test.log" 2>&1; tail -25 "$OUT/logs/test.log" ;;
-    gputest)   (cd $LAB && $PYTHON -m pytest -q tests/test_fragments_gpu.py tests/test_occupancy_gpu.py) > "$OUT/logs/gputest.log" 2>&1; tail -25 "$OUT/logs/gputest.log" ;;
-    selfcheck) make selfcheck PYTHON=$PYTHON > "$OUT/logs/selfcheck.log" 2>&1; grep -v '^PASS' "$OUT/logs/selfcheck.log" | tail -30 ;;
-    bench)     make bench PYTHON=$PYTHON > "$OUT/logs/bench.log" 2>&1; grep -v '^\[' "$OUT/logs/bench.log" | tail -30 ;;
-    sass)      make sass PYTHON=$PYTHON > "$OUT/logs/sass.log" 2>&1; tail -40 "$OUT/logs/sass.log" ;;
-    build)     make build PYTHON=$PYTHON > "$OUT/logs/build.log" 2>&1; tail -20 "$OUT/logs/build.log" ;;
-    tune)      make tune PYTHON=$PYTHON > "$OUT/logs/tune.log" 2>&1; grep -v '^\[' "$OUT/logs/tune.log" | tail -30 ;;
-    ncu)       make ncu-table PYTHON=$PYTHON > "$OUT/logs/ncu-table.log" 2>&1; tail -20 "$OUT/logs/ncu-table.log"
-               make ncu-tensor PYTHON=$PYTHON > "$OUT/logs/ncu-tensor.log" 2>&1; tail -15 "$OUT/logs/ncu-tensor.log" ;;
-    sanitize)  make sanitize PYTHON=$PYTHON > "$OUT/logs/sanitize.log" 2>&1; tail -25 "$OUT/logs/sanitize.log" ;;
-    fixtures)  (cd $LAB && timeout ${STEP_TIMEOUT:-300} bash capture_fixtures.sh) > "$OUT/logs/fixtures.log" 2>&1; tail -5 "$OUT/logs/fixtures.log" ;;
-    probe)     (cd $LAB && timeout 120 $PYTHON probe.py) > "$OUT/logs/probe.log" 2>&1; tail -30 "$OUT/logs/probe.log" ;;
+    test)      make test PYTHON=$PYTHON > "$OUT/logs/test.log" 2>&1; echo "make test: exit $?"; tail -15 "$OUT/logs/test.log" ;;
+    labtests)  each labtests test ;;
+    bench)     TAIL=40 each bench bench ;;
+    tune)      TAIL=30 each tune tune BUDGET=${TUNE_BUDGET:-120} ;;
+    sass)      TAIL=30 each sass sass ;;
+    ncu)       each ncu-table ncu-table; each ncu-tensor ncu-tensor ;;
+    sanitize)  each sanitize sanitize ;;
+    selftest)  each grade-selftest grade-selftest ;;
     notebooks) make notebooks PYTHON=$PYTHON > "$OUT/logs/notebooks.log" 2>&1; tail -10 "$OUT/logs/notebooks.log" ;;
     *)         echo "unknown step $step" ;;
   esac
 done
-tar czf "$OUT/gpu-run.tgz" "$OUT/logs" $LAB/results $LAB/reports $LAB/tests/fixtures notebooks 2>/dev/null
+tar czf "$OUT/gpu-run.tgz" --exclude='*.ncu-rep' --exclude='*.cubin' "$OUT/logs" labs/*/results labs/*/reports 2>/dev/null
 echo "=== done ($(date +%T))"
