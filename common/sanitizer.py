@@ -7,6 +7,7 @@
                                    -> argv: --error-exitcode 1, a print limit, racecheck's analysis report,
                                       memcheck's guard bytes after every allocation (--padding)
     supports_padding(exe)          -> True if this compute-sanitizer lists --padding in its --help
+    reports(text)                  -> ([(kind, report text)], summary lines): the output split into findings
     parse(text, kernels)           -> Findings: errors and warnings per kernel, the tool's own totals
     findings.status(kernel)        -> "clean", "3 errors", "1 warning"
     findings.problems()            -> [(kernel or None, errors, warnings)] for every kernel with a finding
@@ -128,7 +129,7 @@ class Findings:
         return [(k, self.errors.get(k, 0), self.warnings.get(k, 0)) for k in names]
 
 
-def _reports(text):
+def reports(text):
     """[(kind, text)] for every finding: kind 'error' or 'warning'; plus the summary lines."""
     reports, current, summaries = [], None, []
     for line in text.splitlines():
@@ -173,8 +174,8 @@ def parse(text, tool, kernels=(), files=None):
     """Findings of one sanitizer run: its whole output (stdout and stderr) as text. `files` maps a
     source file name to the kernel it holds, for reports that name no entry point."""
     found = Findings(tool)
-    reports, summaries = _reports(text)
-    for kind, report in reports:
+    listed, summaries = reports(text)
+    for kind, report in listed:
         (found.warnings if kind == "warning" else found.errors)[owner(report, kernels, files)] += 1
     not_printed = 0
     for line in summaries:

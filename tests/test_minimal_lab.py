@@ -48,6 +48,18 @@ TABLE = textwrap.dedent("""\
     BENCH_SIZES = [256]
     """)
 
+PARTS = textwrap.dedent("""\
+    from common.grading.spec import Check, Part, Region
+
+    PARTS = [Part("k1", "the K loop", kernel="k1", regions=("tiny-loop",),
+                  checks=(Check("computes", 1, "FFMA in the entry point, no FP16 math", "computes-fp32"),
+                          Check("registers", 1, "no spills", "registers", requires="computes"),
+                          Check("correct", 3, "right on every shape", "correct", needs_gpu=True)))]
+    REGIONS = [Region("tiny-loop", "k1", hint="the dot product of a row of A and a column of B")]
+    WRONG = []
+    SHAPES = {"fp32": [(1, 1, 1), (17, 33, 9), (64, 40, 31)]}
+    """)
+
 TEST = textwrap.dedent("""\
     import pytest
     from common.testing import lab_of, needs_gpu
@@ -77,6 +89,8 @@ def tiny(tmp_path_factory):
     (lab / "lab.py").write_text(TABLE)
     (lab / "Makefile").write_text(f"include {ROOT / 'mk' / 'lab.mk'}\n")
     (lab / "tests" / "test_tiny.py").write_text(TEST)
+    (lab / "grading").mkdir()
+    (lab / "grading" / "parts.py").write_text(PARTS)
     return lab
 
 
@@ -112,3 +126,31 @@ def test_nothing_in_common_was_needed(tiny):
     from common.lab import load
     lab = load(tiny)
     assert lab.kernels_dir == tiny / "kernels" and list(lab.kernels) == ["k1"]
+
+
+def test_the_minimal_labs_tests_run_on_the_simulated_gpu(tiny, tmp_path):
+    """The same tests, with the course's simulated GPU (common/grading/simgpu: numpy behind the
+    pycuda calls) in place of a real one: the GPU tests run instead of skipping, and pass."""
+    from common.grading import simgpu
+    proc = make(tiny, "test", env={"PYTHONPATH": os.pathsep.join([str(simgpu.PATH), str(ROOT)])})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "4 passed" in proc.stdout, proc.stdout
+
+
+def test_the_minimal_labs_workspace_and_grade(tiny, tmp_path, monkeypatch):
+    """make workspace turns the marked region into a TODO; the untouched workspace scores 0 and
+    the reference full marks, the GPU check on the simulated GPU."""
+    from common import grading
+    from common.grading import simgpu
+    from common.lab import load
+    needs_cuobjdump()
+    lab = load(tiny)
+    monkeypatch.setenv("GRADE_BUILD", str(tmp_path / "grade-build"))
+    grading.make_workspace(lab, tmp_path / "ws")
+    assert "TODO(tiny-loop)" in (tmp_path / "ws" / "tiny.cu").read_text()
+    untouched = grading.grade_workspace(lab, tmp_path / "ws", gpu=False)
+    assert untouched.score == 0
+    grading.make_workspace(lab, tmp_path / "ref", solution=True)
+    simgpu.use(monkeypatch, tmp_path / "bin")
+    ref = grading.grade_workspace(lab, tmp_path / "ref", env=simgpu.env(tmp_path / "work"))
+    assert ref.score == ref.graded_max == 5, ref.text()

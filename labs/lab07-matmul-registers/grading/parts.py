@@ -1,10 +1,11 @@
-"""The grader's table: what is graded, how many points, and what each known-wrong kernel must lose.
+"""Lab 7's grading table: what is graded, how many points, and what each known-wrong kernel must lose.
+Data only: common/grading reads it (common/grading/spec.py says what each name means).
 
-    PARTS          code parts (one reference kernel each, with its solution regions), then the
-                   questions and the predictions; each part lists its checks and their points
+    PARTS          the code parts (one reference kernel each, with its solution regions), each with
+                   its checks and their points; the questions and predictions are in questions.py
     REGIONS        solution region id -> the stub the workspace keeps in its place (so it compiles)
-    WRONG          the known-wrong kernels in grading/wrong/ and the checks each must fail
-    SPEED_PCT, TIMING_SIZE, FP32_SHAPES, FP16_SHAPES, SANITIZE_SHAPES, PREDICTION_SIZE, ...
+    WRONG          the known-wrong kernels (wrong/*.patch) and the checks each must fail
+    SPEED_PCT, TIMING_SIZE, SHAPES, SANITIZE_SHAPES, ...
 
 A region is marked in the reference kernel itself (kernels/*.cu), one comment line each side:
 
@@ -16,7 +17,7 @@ A region is marked in the reference kernel itself (kernels/*.cu), one comment li
 A stub never computes anything: the untouched workspace compiles, runs, and scores zero on every
 code part (its static checks fail because the work is missing, its results are wrong).
 
-Check kinds (static.py and grader.py implement them):
+Check kinds (common/grading/static.py and grader.py implement them):
     computes-fp32   every entry point has FFMA and no FP16 arithmetic or conversion (HFMA2, HADD2,
                     F2FP, F2F.F16, HMMA; a constant move `HFMA2.MMA R, -RZ, RZ, ..` is not math)
     computes-tensor every entry point has HMMA (tensor cores) and LDSM (fragments from shared memory)
@@ -25,69 +26,40 @@ Check kinds (static.py and grader.py implement them):
     lds128          regM and regN come from 128-bit shared loads: LDS.128 and no narrow LDS
     float4-global   the vec entry has 128-bit global loads; the scalar entry has none (its rows are
                     not 16-byte aligned)
-    correct         GPU: every variant on every shape within the tolerance of common.check, nothing
-                    written outside C, no NaN from reading past A or B; and after timing, fresh inputs
-                    in the same buffers give the right result again
+    correct         GPU: every variant on every shape within the tolerance of common.precision,
+                    nothing written outside C, no NaN from reading past A or B; and after timing,
+                    fresh inputs in the same buffers give the right result again
     race-free       GPU: compute-sanitizer racecheck finds no hazard on small shapes
     fast            GPU: at least SPEED_PCT % of the reference kernel's speed, same GPU, same run
 """
-import os
-from dataclasses import dataclass
+from common.grading.spec import Check, Part, Region, Wrong
 
 # ---------------------------------------------------------------------------------------------
 # Thresholds and shapes (data, not code: change them here)
 # ---------------------------------------------------------------------------------------------
 SPEED_PCT = 75              # a correct kernel at >= 75 % of the reference's speed gets the point
 # M = N = K for the timing: every kernel runs its interior path and the GPU is full. (The grader's
-# tests on a simulated GPU set LAB07_GRADE_TIMING_SIZE small; nothing else should.)
-TIMING_SIZE = int(os.environ.get("LAB07_GRADE_TIMING_SIZE", "2048"))
+# tests on a simulated GPU set GRADE_TIMING_SIZE small; nothing else should.)
+TIMING_SIZE = 2048
 TIMING_BUDGET_S = 0.25      # per timing round (common.timing.time_gpu); two rounds each, best ratio kept
 CHECK_ROWS = 256            # rows of C compared with float64 after timing (all of C is scanned for NaN)
 GPU_TIMEOUT_S = 120         # one part's GPU run; a kernel that hangs (a barrier in divergent code) is cut off
 SANITIZER_TIMEOUT_S = 300
 
-# Awkward shapes: 1x1, partial tiles on every side, K not a multiple of BK, tall and skinny, and
-# full interior tiles. Every variant runs every shape its rule allows (vec: K, N multiples of 4).
+# Awkward shapes, per precision: 1x1, partial tiles on every side, K not a multiple of BK, tall and
+# skinny, and full interior tiles. Every variant runs every shape it serves (vec: K, N multiples of 4).
 FP32_SHAPES = [(1, 1, 1), (17, 33, 9), (64, 4, 37), (130, 260, 100), (257, 129, 513), (128, 130, 128),
                (300, 200, 8), (96, 384, 1000)]
 FP16_SHAPES = [(1, 1, 8), (17, 33, 16), (130, 260, 104), (257, 129, 512), (128, 136, 128), (300, 200, 40),
                (96, 385, 1000)]
+SHAPES = {"fp32": FP32_SHAPES, "fp16_tensor": FP16_SHAPES}
 # racecheck is slow: two small shapes, several phases each, interior and edge blocks
 SANITIZE_SHAPES = [(130, 260, 104), (33, 65, 24)]
-
-PREDICTION_SIZE = 4096      # the chapter's predictions are for 4096^3
-PREDICTION_FACTOR = 2.0     # a prediction within a factor of 2 of the measurement scores
 
 
 # ---------------------------------------------------------------------------------------------
 # Parts and checks
 # ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    points: int
-    what: str                 # what passing means, in one line
-    kind: str                 # see the module docstring
-    needs_gpu: bool = False
-    requires: str = ""        # a check of the same part that must pass first (else this one fails too)
-
-
-@dataclass(frozen=True)
-class Part:
-    name: str
-    title: str
-    checks: tuple
-    kernel: str = ""          # lab07's table row ("" for questions and predictions)
-    regions: tuple = ()       # solution region ids in that kernel's file
-
-    @property
-    def max_points(self):
-        return sum(c.points for c in self.checks)
-
-    def check(self, name):
-        return next(c for c in self.checks if c.name == name)
-
 
 def _gpu_checks(gate="computes"):
     """`gate`: the static check that says the part's work is there; a kernel that does nothing is
@@ -104,7 +76,7 @@ _COMPUTES_FP32 = Check("computes", 1, "the loop is there: FFMA in every entry po
 _REGISTERS = Check("registers", 1, "accumulators and operands in registers: no spills, no LDL/STL", "registers",
                    requires="computes")
 
-CODE_PARTS = [
+PARTS = [
     Part("v4", "v4 inner loop: 1D register blocking (section 2)", kernel="v4", regions=("v4-inner-loop",),
          checks=(_COMPUTES_FP32, _REGISTERS) + _gpu_checks()),
     Part("v5", "v5 outer product: 8x8 per thread, regM x regN (section 3)", kernel="v5",
@@ -135,15 +107,7 @@ CODE_PARTS = [
 # Regions: what `make workspace` leaves where the reference code was
 # ---------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Region:
-    id: str
-    part: str
-    stub: str = ""            # code kept in place of the region (indented like the marker); "" = none
-    hint: str = ""            # one more TODO line: where the chapter explains it
-
-
-REGIONS = {r.id: r for r in [
+REGIONS = [
     Region("v4-inner-loop", "v4", hint="Chapter section 2 has the loop. Until then acc stays 0."),
     Region("v5-outer-product", "v5", hint="Chapter section 3: 16 loads, 64 FMAs per k. Until then acc stays 0."),
     Region("v6-float4-load", "v6", stub="return make_float4(p[0], p[1], p[2], p[3]);   // placeholder: 4 scalar loads",
@@ -161,71 +125,29 @@ REGIONS = {r.id: r for r in [
     Region("t3-prologue", "t3", hint="Chapter section 7, the main loop of t3, for STAGES buffers."),
     Region("t3-issue-and-wait", "t3", hint="issue(stage, tile) copies one tile; __pipeline_wait_prior(n), then a barrier."),
     Region("t3-release", "t3", hint="Who may still read buffer read_stage? Then move read_stage and write_stage on."),
-]}
+]
 
 
 # ---------------------------------------------------------------------------------------------
-# Questions and predictions (their checks come from questions.py: one per question)
+# Known-wrong kernels: grading/wrong/*.patch, each a diff of the reference kernel with ONE bug
+# (its lines say BUG; `BUG [effect]` is what the simulated GPU of the grader's tests makes of it)
 # ---------------------------------------------------------------------------------------------
-
-def questions_part():
-    from .questions import QUESTIONS
-    return Part("questions", "check your understanding (answers.toml [questions])",
-                checks=tuple(Check(q.id, q.points, q.text, "question") for q in QUESTIONS))
-
-
-def predictions_part():
-    from .questions import PREDICTIONS
-    return Part("predictions", f"predictions against measurements at {PREDICTION_SIZE}³ (answers.toml [predictions])",
-                checks=tuple(Check(p.id, 1, p.text, "prediction") for p in PREDICTIONS))
-
-
-def all_parts():
-    return CODE_PARTS + [questions_part(), predictions_part()]
-
-
-def part(name):
-    for p in all_parts():
-        if p.name == name:
-            return p
-    raise KeyError(f"no part {name!r}: choose from {', '.join(p.name for p in all_parts())}")
-
-
-# ---------------------------------------------------------------------------------------------
-# Known-wrong kernels: grading/wrong/*.cu, each the reference file with ONE bug (named in its header)
-# ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Wrong:
-    """`key_check` is the check the bug is about: its reason must name the bug (`reason`)."""
-    file: str                 # under grading/wrong/
-    part: str                 # graded as this part
-    bug: str                  # in a few words
-    lose_here: tuple          # checks that must fail without a GPU (SASS, ptxas)
-    lose_on_gpu: tuple        # checks that must fail on a GPU as well
-    reason: str               # words the reason of the first check it must lose (lose_here, then lose_on_gpu) contains
-    max_diff_lines: int = 4   # code lines (comments and blank lines aside) that differ from the reference
-
-    @property
-    def key_check(self):
-        return (self.lose_here + self.lose_on_gpu + ("",))[0]
-
 
 WRONG = [
-    Wrong("v6_missing_syncthreads.cu", "v6", "no __syncthreads() between the math and the next tile's stores",
+    Wrong("v6_missing_syncthreads.patch", "v6", "no __syncthreads() between the math and the next tile's stores",
           lose_here=(), lose_on_gpu=("race-free",), reason="racecheck", max_diff_lines=1),
-    Wrong("v4_edge_guard_off_by_one.cu", "v4", "row <= M in the store guard: writes one row past C",
+    Wrong("v4_edge_guard_off_by_one.patch", "v4", "row <= M in the store guard: writes one row past C",
           lose_here=(), lose_on_gpu=("correct", "fast"), reason="outside C", max_diff_lines=1),
-    Wrong("v6_wrong_transposed_index.cu", "v6", "the transposed store swaps two k rows of each group",
+    Wrong("v6_wrong_transposed_index.patch", "v6", "the transposed store swaps two k rows of each group",
           lose_here=(), lose_on_gpu=("correct", "fast"), reason="wrong element", max_diff_lines=2),
-    Wrong("v5_reads_past_k.cu", "v5", "the A tile's zero-fill ignores K: reads past the end of a row",
+    Wrong("v5_reads_past_k.patch", "v5", "the A tile's zero-fill ignores K: reads past the end of a row",
           lose_here=(), lose_on_gpu=("correct", "fast"), reason="NaN", max_diff_lines=1),
-    Wrong("v6_unaligned_float4.cu", "v6", "float4 global loads in the scalar variant too (rows not 16-byte aligned)",
+    Wrong("v6_unaligned_float4.patch", "v6", "float4 global loads in the scalar variant too (rows not 16-byte aligned)",
           lose_here=("float4-global",), lose_on_gpu=("correct", "fast"), reason="LDG", max_diff_lines=4),
-    Wrong("v5_caches_result.cu", "v5", "skips the work when called again with the same pointers and shape",
+    Wrong("v5_caches_result.patch", "v5", "skips the work when called again with the same pointers and shape",
           lose_here=(), lose_on_gpu=("correct", "fast"), reason="after timing", max_diff_lines=30),
-    Wrong("v5_fp16_math.cu", "v5", "multiplies in FP16 where FP32 is asked",
+    Wrong("v5_fp16_math.patch", "v5", "multiplies in FP16 where FP32 is asked",
           lose_here=("computes", "registers"), lose_on_gpu=("correct", "fast"), reason="FP16", max_diff_lines=4),
-    Wrong("v5_acc_in_local_memory.cu", "v5", "acc indexed at run time (a loop not unrolled): local memory",
+    Wrong("v5_acc_in_local_memory.patch", "v5", "acc indexed at run time (a loop not unrolled): local memory",
           lose_here=("registers",), lose_on_gpu=(), reason="local memory", max_diff_lines=2),
 ]

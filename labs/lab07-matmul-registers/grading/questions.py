@@ -1,125 +1,61 @@
-"""Check your understanding: the chapter's questions, each answer checked against the course's models.
+"""Lab 7's "check your understanding" questions and predictions: data for common/grading.
 
-    QUESTIONS                 id, text, the model's answer (a function of common.hierarchy /
-                              common.roofline), tolerance; numbers or a few words
-    question.grade(raw)       -> (ok, reason): raw is what answers.toml holds
-    PREDICTIONS               % of cuBLAS at PREDICTION_SIZE per kernel, and HGEMM / SGEMM
-    measured_from_record(rec) -> {id: value}: the predictions' measurements from a bench record
-    grade_prediction(p, raw, measured) -> (ok, reason)
+    QUESTIONS        id, text, the model's answer (a function of common.hierarchy / common.roofline),
+                     tolerance; numbers or a few words (common.grading.questions.Question)
+    PREDICTIONS      % of cuBLAS at PREDICTION_SIZE per kernel, and HGEMM / SGEMM (Prediction)
+    PREDICTION_SIZE, PREDICTION_FACTOR, ANSWERS_INTRO
 
-Answers may be numbers (0.25), fractions as text ("9/8"), a number with a unit or a % after it
-("33 %", "2 blocks"), or words for the few word questions ("registers"). The expected values are
-computed, never typed: if a model changes, the answer key changes with it (a test pins the
-chapter's own numbers: 9/8, 0.25, 92 FLOP/B, 33 %, 32 FLOP/B).
+The expected values are computed, never typed: if a model changes, the answer key changes with it
+(a test pins the chapter's own numbers: 9/8, 0.25, 92 FLOP/B, 33 %, 32 FLOP/B). This module imports
+nothing of the lab's grading/parts.py, nor it this one.
 """
-import re
-from dataclasses import dataclass
-from typing import Callable
+from pathlib import Path
 
 from common import hierarchy as H
 from common import roofline as R
+from common.grading.questions import Prediction, Question
 
-from .parts import PREDICTION_FACTOR, PREDICTION_SIZE
+PREDICTION_SIZE = 4096      # the chapter's predictions are for 4096^3
+PREDICTION_FACTOR = 2.0     # a prediction within a factor of 2 of the measurement scores
+ANSWERS_INTRO = ("The course's models answer every question: common/hierarchy.py, common/roofline.py and the "
+                 "hierarchy explorer. The predictions are the chapter's section 9; Boehm's ratios are for "
+                 "another card.")
+
+
+def _tiling(name, **changes):
+    """The hierarchy model's Tiling of one of this lab's kernels (common.hierarchy.tiling)."""
+    from common.lab import load
+    return H.tiling(load(Path(__file__).resolve().parents[1]), name, **changes)
 
 
 def _traffic(name, key, **changes):
-    return H.traffic(H.preset(name, **changes))[key]
+    return H.traffic(_tiling(name, **changes))[key]
 
 
 def _occupancy(arch, threads, registers, tiling):
-    t = H.preset(tiling)
-    return H.occupancy(arch, threads, registers, smem_static=t.shared_bytes())
-
-
-@dataclass(frozen=True)
-class Question:
-    id: str
-    text: str
-    expected: Callable
-    model: str                      # where the answer comes from (the hint on a wrong answer)
-    kind: str = "number"            # "number" or "words"
-    rel_tol: float = 0.0
-    abs_tol: float = 0.0
-    accept: tuple = ()              # words: other accepted answers (normalized)
-    points: int = 1
-
-    def tolerance_text(self):
-        if self.kind == "words":
-            return "words, any case"
-        if self.rel_tol:
-            return f"within {100 * self.rel_tol:g} %"
-        if self.abs_tol:
-            return f"within ± {self.abs_tol:g}"
-        return "exact"
-
-    def answer(self):
-        return self.expected()
-
-    def grade(self, raw):
-        """(ok, reason). raw: the TOML value (number or string), or None when missing."""
-        if raw is None or (isinstance(raw, str) and raw.strip().upper() in ("", "TODO")):
-            return False, "not answered"
-        want = self.answer()
-        if self.kind == "words":
-            got = normalize_words(str(raw))
-            ok = got in {normalize_words(w) for w in (want, *self.accept)}
-            return ok, "" if ok else f"{raw!r} is not the answer (model: {self.model})"
-        got = parse_number(raw)
-        if got is None:
-            return False, f"{raw!r} is not a number (write e.g. 0.25, \"9/8\" or \"33 %\")"
-        tol = max(self.abs_tol, self.rel_tol * abs(want))
-        ok = abs(got - want) <= tol + 1e-12 * max(1.0, abs(want))
-        return ok, "" if ok else f"{raw!r} is not {self.tolerance_text()} of the model's value (model: {self.model})"
-
-
-_NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:/\s*((?:\d+\.?\d*|\.\d+)))?\s*(?:%|[A-Za-z][A-Za-z /]*)?\s*$")
-
-
-def parse_number(raw):
-    """A float from 0.25, 1, "9/8", "33 %", "2 blocks"; None if it is not one (booleans are not)."""
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, (int, float)):
-        return float(raw)
-    m = _NUMBER.match(str(raw))
-    if not m:
-        return None
-    value = float(m.group(1))
-    if m.group(2) is not None:
-        den = float(m.group(2))
-        if den == 0:
-            return None
-        value /= den
-    return value
-
-
-def normalize_words(text):
-    t = re.sub(r"[-_]", " ", str(text).lower())
-    t = re.sub(r"[^a-z0-9 ]", "", t)
-    words = [w for w in t.split() if w not in ("the", "a", "an")]
-    return " ".join(words)
+    return H.occupancy(arch, threads, registers, smem_static=_tiling(tiling).shared_bytes())
 
 
 QUESTIONS = [
     Question("v4_loads_per_fma",
              "v4 (section 2): shared-memory load instructions per FMA in the chapter's model (per k: the As "
              "loads and the one Bs load, over the FMAs)",
-             lambda: _traffic("v4", "loads_per_fma"), "hierarchy.traffic(preset('v4'))['loads_per_fma']", rel_tol=0.01),
+             lambda: _traffic("v4", "loads_per_fma"), "hierarchy.traffic(tiling(lab, 'v4'))['loads_per_fma']", rel_tol=0.01),
     Question("v5_loads_per_fma", "v5 (section 3): shared-memory load instructions per FMA, scalar loads",
-             lambda: _traffic("v5", "loads_per_fma"), "hierarchy.traffic(preset('v5'))", rel_tol=0.01),
+             lambda: _traffic("v5", "loads_per_fma"), "hierarchy.traffic(tiling(lab, 'v5'))", rel_tol=0.01),
     Question("v7_loads_per_fma", "v7 (section 5): shared-memory load instructions per FMA, with LDS.128",
-             lambda: _traffic("v7", "loads_per_fma"), "hierarchy.traffic(preset('v7'))", rel_tol=0.01),
+             lambda: _traffic("v7", "loads_per_fma"), "hierarchy.traffic(tiling(lab, 'v7'))", rel_tol=0.01),
     Question("v7_wn32_loads_per_fma",
              "v7 with WN = 32 and WNITER = 2 (a make tune candidate: 8 warps of 64 x 32): load instructions per FMA",
              lambda: _traffic("v7", "loads_per_fma", WN=32, WNITER=2),
-             "hierarchy.traffic(preset('v7', WN=32, WNITER=2))", rel_tol=0.01),
+             "hierarchy.traffic(tiling(lab, 'v7', WN=32, WNITER=2))", rel_tol=0.01),
     Question("v5_registers_estimate",
              "The hierarchy model's register estimate per thread for v5 (accumulators + operands + staging + "
              "overhead: the explorer shows each term)",
-             lambda: H.estimate_registers(H.preset("v5"))[0], "hierarchy.estimate_registers(preset('v5'))",
+             lambda: H.estimate_registers(_tiling("v5"))[0], "hierarchy.estimate_registers(tiling(lab, 'v5'))",
              rel_tol=0.10),
     Question("v7_accumulators", "v7: accumulator registers per thread",
-             lambda: H.estimate_registers(H.preset("v7"))[1]["accumulators"],
+             lambda: H.estimate_registers(_tiling("v7"))[1]["accumulators"],
              "TM x TN x WNITER x WMITER, hierarchy.estimate_registers"),
     Question("v5_occupancy_sm86_pct",
              "v5 at 128 registers per thread (256 threads, 8 KB of shared memory) on an sm_86 GPU: occupancy, "
@@ -151,7 +87,7 @@ QUESTIONS = [
              "roofline.roofs(...): peak / bandwidth", rel_tol=0.02),
     Question("t2_a_fragment_reuse",
              "t2: how many mma_sync use each A fragment a warp loads from shared memory (per 16-deep step)?",
-             lambda: H.preset("t2").WN // 16, "WN / 16 of preset('t2')"),
+             lambda: _tiling("t2").WN // 16, "WN / 16 of tiling(lab, 't2')"),
     Question("t3_wait_prior_stages3", "t3 with STAGES = 3: the n of __pipeline_wait_prior(n) in the main loop",
              lambda: 3 - 1, "the groups that may still be in flight: STAGES - 1"),
     Question("outer_product_view",
@@ -167,53 +103,9 @@ QUESTION_IDS = [q.id for q in QUESTIONS]
 # Predictions
 # ---------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Prediction:
-    id: str                   # a kernel of lab 7, or "hgemm_over_sgemm"
-    text: str
-    ladder: str = ""          # "fp32" or "fp16": the kernel's cuBLAS baseline
-    unit: str = "% of cuBLAS"
-
-
 PREDICTIONS = [Prediction(k, f"{k}: % of cuBLAS SGEMM (FP32, TF32 off)", "fp32") for k in ("v4", "v5", "v6", "v7")] + \
               [Prediction(k, f"{k}: % of cuBLAS HGEMM (FP16 in, FP32 accumulate)", "fp16") for k in ("t1", "t2", "t3")] + \
-              [Prediction("hgemm_over_sgemm", "cuBLAS HGEMM TFLOP/s / cuBLAS SGEMM TFLOP/s: what FP16 is worth", unit="x")]
+              [Prediction("hgemm_over_sgemm", "cuBLAS HGEMM TFLOP/s / cuBLAS SGEMM TFLOP/s: what FP16 is worth",
+                          unit="x", ratio=("fp16", "fp32"))]
 
 PREDICTION_IDS = [p.id for p in PREDICTIONS]
-
-
-def measured_from_record(record, size=PREDICTION_SIZE):
-    """{prediction id: value} from a bench record (targets.bench's JSON), at `size` if it has it,
-    else its largest size. Returns (values, size used)."""
-    sizes = sorted({r["size"] for r in record.get("results", [])})
-    if not sizes:
-        return {}, None
-    use = size if size in sizes else sizes[-1]
-    rows = {(r["ladder"], r["kernel"]): r for r in record["results"] if r["size"] == use}
-    out = {}
-    for p in PREDICTIONS:
-        if p.ladder:
-            r = rows.get((p.ladder, p.id))
-            if r and r.get("pct_of_cublas") is not None:
-                out[p.id] = float(r["pct_of_cublas"])
-    s, h = rows.get(("fp32", "cuBLAS")), rows.get(("fp16", "cuBLAS"))
-    if s and h and s.get("tflops"):
-        out["hgemm_over_sgemm"] = float(h["tflops"]) / float(s["tflops"])
-    return out, use
-
-
-def grade_prediction(p, raw, measured):
-    """(ok, reason): within PREDICTION_FACTOR of the measurement (either way)."""
-    if raw is None or (isinstance(raw, str) and raw.strip().upper() in ("", "TODO")):
-        return False, "not predicted"
-    got = parse_number(raw)
-    if got is None:
-        return False, f"{raw!r} is not a number"
-    if measured is None:
-        return False, "no measurement to compare with"
-    if got <= 0:
-        return False, f"{raw!r}: a prediction must be positive"
-    ratio = measured / got
-    ok = 1 / PREDICTION_FACTOR <= ratio <= PREDICTION_FACTOR
-    return ok, "" if ok else (f"predicted {got:g} {p.unit}, measured {measured:.3g}: off by {max(ratio, 1 / ratio):.1f}x "
-                              f"(within {PREDICTION_FACTOR:g}x scores)")

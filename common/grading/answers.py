@@ -5,16 +5,16 @@
     parse_toml(text)      tomllib where Python has it (3.11+), else parse_simple_toml
     parse_simple_toml     the subset answers.toml uses: [tables], key = "string" | number | true/false,
                           comments; what Python 3.10 (no tomllib) reads
-    template(solution)    the file `make workspace` writes: every question as a comment over its key;
-                          with solution=True the model's answers and the newest recorded measurements
+    template(g, solution) the file `make workspace` writes (g: a spec.Grading): every question as a
+                          comment over its key; with solution=True the model's answers and the newest
+                          recorded measurements
+    recorded_measurements(g) -> ({prediction id: value}, size, path, GPU name) from the lab's results/
 """
 import json
 import re
 from pathlib import Path
 
 from common.errors import CourseError
-
-from .parts import PREDICTION_SIZE
 
 try:                      # Python 3.11+
     import tomllib
@@ -120,39 +120,36 @@ def _wrap_comment(text, width=98):
     return "\n".join(lines)
 
 
-def recorded_measurements():
-    """The predictions' values from the newest bench record in results/:
+def recorded_measurements(g):
+    """The predictions' values from the newest bench record in the lab's results/:
     ({id: value}, size, path, GPU name), or ({}, None, None, None) when there is none."""
     from common.roofline import newest_record
     from .questions import measured_from_record
-    lab = Path(__file__).resolve().parents[1]
-    record, path = newest_record(lab / "results", "lab07-bench_*.json")
+    record, path = newest_record(g.lab.results_dir, f"{g.lab.short}-bench_*.json")
     if record is None:
         return {}, None, None, None
-    values, size = measured_from_record(record, PREDICTION_SIZE)
+    values, size = measured_from_record(g.predictions, record, g.PREDICTION_SIZE)
     return values, size, path, record.get("gpu", {}).get("name", "?")
 
 
-def template(solution=False):
-    from .parts import PREDICTION_FACTOR
-    from .questions import PREDICTIONS, QUESTIONS
-    out = ["# Lab 7: check your understanding, and your predictions. `make grade` checks this file.",
+def template(g, solution=False):
+    out = [f"# {g.lab.title.split(':')[0]}: check your understanding, and your predictions. "
+           "`make grade` checks this file.",
            "# Write numbers (0.25), fractions or numbers with a unit as text (\"9/8\", \"33 %\"), words as text",
-           "# (\"registers\"). The course's models answer every question: common/hierarchy.py, common/roofline.py",
-           "# and the hierarchy explorer. Leave \"TODO\" where you have no answer yet.",
-           "", "[student]", 'name = ""', "", "[questions]"]
-    for i, q in enumerate(QUESTIONS, 1):
+           "# (\"registers\"). Leave \"TODO\" where you have no answer yet."]
+    out += [_wrap_comment(line) for line in g.answers_intro.splitlines() if line.strip()]
+    out += ["", "[student]", 'name = ""', "", "[questions]"]
+    for i, q in enumerate(g.questions, 1):
         out.append(_wrap_comment(f"{i}. {q.text} ({q.tolerance_text()})"))
         out.append(f"{q.id} = {_fmt(q.answer()) if solution else json.dumps('TODO')}")
-    measured, size, path, _ = recorded_measurements() if solution else ({}, None, None, None)
+    measured, size, path, _ = recorded_measurements(g) if solution else ({}, None, None, None)
     out += ["", "[predictions]",
             _wrap_comment(f"Predict BEFORE you run `make bench`: each kernel's speed as a % of cuBLAS at "
-                          f"{PREDICTION_SIZE}³ on the GPU you will grade on (the chapter's section 9; "
-                          f"Boehm's ratios are for another card). Within {PREDICTION_FACTOR:g}x of the "
-                          f"measurement scores.")]
+                          f"{g.PREDICTION_SIZE}³ on the GPU you will grade on. Within {g.PREDICTION_FACTOR:g}x "
+                          f"of the measurement scores.")]
     if solution and path:
         out.append(f"# (the reference: the measurements of {Path(path).name} at {size}³)")
-    for p in PREDICTIONS:
+    for p in g.predictions:
         out.append(f"# {p.text}")
         value = measured.get(p.id)
         out.append(f"{p.id} = {_fmt(round(value, 3)) if solution and value is not None else json.dumps('TODO')}")

@@ -1,18 +1,23 @@
-"""A simulated GPU behind the few pycuda.driver calls the grader's GPU worker makes.
+"""A simulated GPU behind the few pycuda.driver calls the grader's GPU worker makes (common/grading/gpu.py).
 
-Memory is host memory at made-up device addresses; a "kernel" is numpy: it reads A and B where the
-launch's pointers say, and writes C = A.B there, in FP32 (FP16 inputs for hgemm_* entry points).
-What the kernel does is taken from its source file (the first line of the .ptxas.log that
-common.build writes beside the cubin names it), so the grader's bookkeeping can be exercised:
-  "TODO(" in the source             computes nothing (the untouched workspace: C is never written)
-  v4_edge_guard_off_by_one          also writes one row of zeros past the end of C
-  v5_reads_past_k                   last row of C from A's guard zone when K % 8 != 0 (NaN)
-  v5_caches_result                  a second launch with the same pointers and shape does nothing
-  v6_unaligned_float4 (scalar)      K % 4 or N % 4: a sticky "misaligned address" error
-  v6_wrong_transposed_index         one element wrong
-It simulates the grader's machinery, not the kernels: those run on a real GPU (test_grading_gpu.py).
+Memory is host memory at made-up device addresses; a "kernel" is numpy. Which source a cubin was
+built from is read from the first line of the .ptxas.log that common.build writes beside it (the
+nvcc command); the entry point's parameter list in that source says which argument is which (M, N,
+K, alpha, beta, A, B, C) and what A and B hold (float, __half, __nv_bfloat16). A launch reads A and B
+where its pointers say and writes C = alpha A.B + beta C (C = A.B without alpha and beta), rounded
+to FP32. What else it does is taken from its source:
+  "TODO("                          computes nothing (the untouched workspace: C is never written)
+  BUG [writes-past-c]              also writes one row of zeros past the end of C
+  BUG [reads-past-a]               adds 0 x (the element just past the end of A) to C's last row: NaN
+                                   when A sits before a guard zone of NaN
+  BUG [caches-result]              a second launch with the same pointers and shape does nothing
+  BUG [float4-unaligned]           rows of A or B not 16-byte aligned: a sticky "misaligned address"
+  BUG [wrong-element]              one element of C wrong
+  (BUG [race] is for the fake compute-sanitizer: common/grading/simgpu/__init__.py)
+It simulates the grader's machinery, not the kernels: those run on a real GPU.
 """
 import bisect
+import re
 from pathlib import Path
 
 import numpy as np
@@ -182,23 +187,46 @@ def module_from_file(path):
     return Module(path)
 
 
+_EFFECT = re.compile(r"BUG \[([a-z0-9-]+)\]")
+_ELEMENT = {"float": np.float32, "half": np.float16, "__half": np.float16, "__nv_bfloat16": "bf16",
+            "nv_bfloat16": "bf16"}
+
+
 class Module:
     def __init__(self, path):
         self.path = Path(path)
         log = self.path.with_suffix(".ptxas.log")
         self.source = Path(log.read_text().split("\n")[0].split()[-1]) if log.exists() else None
         self.text = self.source.read_text() if self.source and self.source.exists() else ""
+        self.effects = set(_EFFECT.findall(self.text))
 
     def get_function(self, entry):
         return Function(self, entry)
+
+    def parameters(self, entry):
+        """[(name, element type or None)] of the entry point's parameters, from the source."""
+        m = re.search(r'extern\s+"C"[^;{]*?\b' + re.escape(entry) + r"\s*\(([^)]*)\)", self.text, re.S)
+        if not m:
+            raise LogicError(f"named symbol not found (simulated: no entry point {entry} in {self.source})")
+        out = []
+        for p in m.group(1).split(","):
+            words = re.findall(r"[A-Za-z_]\w*", p)
+            elem = next((_ELEMENT[w] for w in words[:-1] if w in _ELEMENT), None)
+            out.append((words[-1], elem if "*" in p else None))
+        return out
 
 
 _memo = set()
 
 
+def _bf16(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
 class Function:
     def __init__(self, module, entry):
         self.module, self.entry = module, entry
+        self.params = module.parameters(entry)
 
     def set_attribute(self, attr, value):
         pass
@@ -206,33 +234,44 @@ class Function:
     def prepare(self, fmt):
         return self
 
-    def prepared_async_call(self, grid, block, stream, M, N, K, a, b, c, shared_size=0):
+    def prepared_async_call(self, grid, block, stream, *args, shared_size=0):
         global _sticky
         _check()
-        M, N, K = int(M), int(N), int(K)
+        v = {name: value for (name, _), value in zip(self.params, args)}
+        elem = dict(self.params).get("A") or np.float32
+        M, N, K = int(v["M"]), int(v["N"]), int(v["K"])
+        a, b, c = int(v["A"]), int(v["B"]), int(v["C"])
+        alpha, beta = float(v.get("alpha", 1.0)), float(v.get("beta", 0.0))
+        fx = self.module.effects
         _spend(0)
-        name = self.module.source.name if self.module.source else ""
         if "TODO(" in self.module.text:
             return
-        if "unaligned_float4" in name and self.entry.endswith("scalar") and (K % 4 or N % 4):
+        el = 2 if elem is np.float16 or elem == "bf16" else 4
+        if "float4-unaligned" in fx and (a % 16 or b % 16 or (K * el) % 16 or (N * el) % 16):
             _sticky = "misaligned address (simulated)"
             return
-        if "caches_result" in name:
-            key = (int(a), int(b), int(c), M, N, K)
+        if "caches-result" in fx:
+            key = (a, b, c, M, N, K)
             if key in _memo:
                 return
             _memo.add(key)
-        dt, el = (np.float16, 2) if self.entry.startswith("hgemm") else (np.float32, 4)
-        A = _view(a, M * K * el).view(dt).reshape(M, K).astype(np.float64)
-        B = _view(b, K * N * el).view(dt).reshape(K, N).astype(np.float64)
-        if "reads_past_k" in name and K % 8:
-            past = _view(int(a) + M * K * el, 4).view(np.float32)[0]
+
+        def read(ptr, rows, cols):
+            raw = _view(ptr, rows * cols * el)
+            x = _bf16(raw.view(np.uint16)) if elem == "bf16" else raw.view(elem)
+            return x.reshape(rows, cols).astype(np.float64)
+
+        A, B = read(a, M, K), read(b, K, N)
+        if "reads-past-a" in fx:
             A = A.copy()
-            A[M - 1, 0] = A[M - 1, 0] + past * 0.0
-        C = (A @ B).astype(np.float32)
+            A[M - 1, 0] = A[M - 1, 0] + read(a + M * K * el, 1, 1)[0, 0] * 0.0
+        C = alpha * (A @ B)
+        if beta != 0.0:
+            C = C + beta * _view(c, M * N * 4).view(np.float32).reshape(M, N).astype(np.float64)
+        C = C.astype(np.float32)
         _spend(2.0 * M * N * K)
-        if "wrong_transposed_index" in name and M * N > 1:
+        if "wrong-element" in fx and M * N > 1:
             C[M // 2, N // 2] += 1.0
         _view(c, M * N * 4).view(np.float32)[:] = C.ravel()
-        if "edge_guard_off_by_one" in name and M % 64:
-            _view(int(c) + M * N * 4, N * 4).view(np.float32)[:] = 0.0
+        if "writes-past-c" in fx:
+            _view(c + M * N * 4, N * 4).view(np.float32)[:] = 0.0

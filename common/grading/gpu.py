@@ -1,28 +1,30 @@
-#!/usr/bin/env python3
 """The grader's GPU side. It always runs in worker processes, never in the grader itself: a kernel
 that crashes (misaligned address, illegal access) leaves the CUDA context unusable, and a kernel
 that hangs must be killable. A crash or a hang costs only the item it happened in; the parent
 starts a new worker for the items that are left.
 
-Worker modes (the parent runs them; each reads a JSON spec):
-    python3 grading/gpu.py parts --spec SPEC --out DIR     correctness, timing, the re-check
-    python3 grading/gpu.py sanitize-run --spec SPEC        the program compute-sanitizer runs
-    python3 grading/gpu.py measure --out FILE              the predictions' measurements
+Worker modes (the parent runs them, `python -m common.grading.gpu MODE --lab LAB ...`; each reads a
+JSON spec):
+    parts --spec SPEC --out DIR     correctness, timing, the re-check
+    sanitize-run --spec SPEC        the program compute-sanitizer runs
+    measure --out FILE              the predictions' measurements
 
-What a part's run does, for the student's kernel (K_s) and the reference kernel (K_r, kernels/):
-  1. Every variant on every shape its rule allows (parts.FP32_SHAPES / FP16_SHAPES), fresh uniform
-     inputs, C poisoned with NaN. A and B sit between guard zones of NaN and C between guard zones
-     of a marker pattern: a read past the end of a row of A or B turns into NaN in C, a write past
-     C changes the marker. Checked against float64 (common.check).
+What a part's run does, for the student's kernel (K_s) and the reference kernel (K_r, the lab's kernels/):
+  1. Every variant on every shape it serves (the lab's grading SHAPES for the kernel's precision),
+     fresh inputs (the precision's random_inputs), C poisoned with NaN. A and B sit between guard
+     zones of NaN and C between guard zones of a marker pattern: a read past the end of a row of A
+     or B turns into NaN in C, a write past C changes the marker. Checked against float64 with the
+     precision's tolerance (common.precision).
   2. If all are right: timing at TIMING_SIZE, K_r then K_s, twice, in one process on one GPU
      (common.timing: L2 flushed, median); C poisoned before each K_s block and checked after it.
   3. Fresh inputs copied into the same buffers, C poisoned, K_s once, checked: a kernel that
      returns an earlier result (keyed on pointers or shape) is caught here.
+K_s is launched with the reference row (threads, grid, shared memory from the reference kernel).
 
 Parent side (grader.py calls these):
-    run_parts(items, out_dir)        -> {item id: result dict}
-    racecheck(items, log_dir)        -> {item id: (status, reason)}
-    measure(out_file)                -> {"values": {prediction id: value}, ...}
+    run_parts(lab, items, out_dir)   -> {item id: result dict}
+    racecheck(lab, items, log_dir)   -> {item id: (status, reason)}
+    measure(lab, out_file)           -> {"values": {prediction id: value}, ...}
 """
 import argparse
 import json
@@ -31,20 +33,15 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
-LAB = Path(__file__).resolve().parents[1]
-if __name__ == "__main__":
-    sys.path[:0] = [str(LAB), str(LAB.parents[1])]
-
-from grading import parts as P     # noqa: E402
-
-WORKER = Path(__file__).resolve()
+ROOT = Path(__file__).resolve().parents[2]          # the repository: what makes `common` importable
+WORKER = ["-m", "common.grading.gpu"]               # the worker program (tests put a fake one here)
 GUARD_BEFORE = 256                  # bytes before each matrix (keeps 256-byte alignment)
 GUARD_AFTER = 16384                 # bytes after: a row of K <= 4096 FP32 values
 C_GUARD_BITS = 0x7FC0DEAD           # the marker around C (a NaN no kernel computes)
-AB_GUARD_BITS = {4: 0x7FC0BAD0, 2: 0x7E0B}   # NaN around A and B, per element size
+AB_GUARD_BITS = {"float32": 0x7FC0BAD0, "float16": 0x7E0B, "uint16": 0x7FC1}   # NaN around A and B, per
+                                                    # input dtype (uint16: BF16 bits)
 CRASH_EXIT = 3
 
 
@@ -92,19 +89,17 @@ class Problem:
     """Inputs and guarded buffers for one shape; C read back with its guards checked."""
 
     def __init__(self, cuda, k, M, N, K, rng):
-        import lab07
         self.cuda, self.k, self.M, self.N, self.K = cuda, k, M, N, K
-        self.A, self.B = lab07.random_inputs(k, M, N, K, rng)
-        elem = self.A.itemsize
-        self.a = Guarded(cuda, self.A.nbytes, elem, AB_GUARD_BITS[elem])
-        self.b = Guarded(cuda, self.B.nbytes, elem, AB_GUARD_BITS[elem])
+        self.A, self.B = k.prec.random_inputs(M, N, K, rng)
+        guard = AB_GUARD_BITS[self.A.dtype.name]
+        self.a = Guarded(cuda, self.A.nbytes, self.A.itemsize, guard)
+        self.b = Guarded(cuda, self.B.nbytes, self.B.itemsize, guard)
         self.c = Guarded(cuda, M * N * 4, 4, C_GUARD_BITS)
         self.a.upload(self.A)
         self.b.upload(self.B)
 
     def new_inputs(self, rng):
-        import lab07
-        self.A, self.B = lab07.random_inputs(self.k, self.M, self.N, self.K, rng)
+        self.A, self.B = self.k.prec.random_inputs(self.M, self.N, self.K, rng)
         self.a.upload(self.A)
         self.b.upload(self.B)
 
@@ -133,19 +128,19 @@ def judge(problem, C, changed_before, changed_after, label, rows=None, when=""):
     """The verdict on one result: float64 comparison (of `rows` only, if given), never-written
     elements, NaN computed from the guards, writes outside C. A dict the parent turns into a reason."""
     import numpy as np
-    import lab07
     from common import check as checking
+    k = problem.k
     bits = C.view(np.uint32)
     unwritten = bits == checking.NAN_BITS
     computed_nan = np.isnan(C) & ~unwritten
-    A, B = problem.A, problem.B
+    A, B = k.prec.reference_inputs(problem.A, problem.B)
     if rows is not None:
         ref, abs_ref = checking.reference(A[rows], B)
         sub = C[rows]
     else:
         ref, abs_ref = checking.reference(A, B)
         sub = C
-    v = checking.compare(sub, ref, checking.tolerance(problem.K, abs_ref, lab07.tolerance_kind(problem.k)), label=label)
+    v = checking.compare(sub, ref, k.prec.tolerance(problem.K, abs_ref, k.input_roundoff), label=label)
     worst = v.worst_index if rows is None else (int(rows[v.worst_index[0]]), v.worst_index[1])
 
     def first(mask):
@@ -153,8 +148,8 @@ def judge(problem, C, changed_before, changed_after, label, rows=None, when=""):
         return [int(idx[0][0]), int(idx[0][1])] if len(idx) else None
 
     ok = v.ok and not unwritten.any() and not computed_nan.any() and not changed_before and not changed_after
-    return {"ok": bool(ok), "label": label, "when": when, "verdict": str(v), "worst_index": list(worst),
-            "got": v.worst_got, "want": v.worst_want, "tol": v.worst_tol, "bad": v.bad,
+    return {"ok": bool(ok), "label": label, "when": when, "verdict": str(v), "worst_index": [int(x) for x in worst],
+            "got": float(v.worst_got), "want": float(v.worst_want), "tol": float(v.worst_tol), "bad": v.bad,
             "unwritten": int(unwritten.sum()), "first_unwritten": first(unwritten),
             "computed_nan": int(computed_nan.sum()), "first_nan": first(computed_nan),
             "outside_before": changed_before, "outside_after": changed_after,
@@ -169,32 +164,21 @@ def _exit_now():
     os._exit(CRASH_EXIT)
 
 
-def _shapes(k):
-    return P.FP32_SHAPES if k.dtype == "fp32" else P.FP16_SHAPES
-
-
-def _cases(k, shapes):
-    """(variant, shape) pairs: every variant on every shape its rule allows (vec only where chosen)."""
-    return [(v, s) for v in k.variants for s in shapes
-            if k.refusal(*s) is None and (v != "vec" or k.variant_for(*s) == "vec")]
-
-
 def _label(k, variant, shape):
-    return f"{k.name}{'/' + variant if variant else ''} {'x'.join(map(str, shape))}"
+    return f"{k.label(variant)} {'x'.join(map(str, shape))}"
 
 
-def run_one_part(item, out_file):
+def run_one_part(lab, g, item, out_file):
     """Steps 1-3 of the module docstring for one item; the result file is rewritten after every
     step, so what was learnt before a crash is kept."""
     import numpy as np
-    import lab07
     from common.device import gpu_facts
     from common.kernels import load_function
     from common.timing import L2Flusher, time_gpu
     import pycuda.driver as cuda
 
-    ref_row = lab07.KERNELS[item["kernel"]]
-    k = replace(ref_row, source=item["source"], tag="", defines={})
+    part = g.part(item["part"])
+    k = lab.kernel(item["kernel"])          # the reference row: the launch shape is the reference's
     seed = int(item["seed"])
     rng = np.random.default_rng(seed)
     res = {"id": item["id"], "part": item["part"], "seed": seed, "cases": [], "crash": None,
@@ -206,9 +190,9 @@ def run_one_part(item, out_file):
         _write_json(out_file, res)
         _exit_now()
 
-    funcs = {v: load_function(item["cubin"], e, k.shared_bytes) for v, e in k.entries.items()}
+    funcs = {v: load_function(item["cubin"], e, k.shared_bytes, k.signature) for v, e in k.entries.items()}
     # 1. correctness
-    for variant, shape in _cases(k, _shapes(k)):
+    for variant, shape in k.cases(g.shapes_for(part)):
         label = _label(k, variant, shape)
         prob = None
         try:
@@ -227,21 +211,21 @@ def run_one_part(item, out_file):
         return res
 
     # 2. timing against the reference, same process, same buffers
-    n = P.TIMING_SIZE
+    n = g.TIMING_SIZE
     variant = k.variant_for(n, n, n)
     f_stu = funcs[variant]
-    f_ref = load_function(item["reference_cubin"], ref_row.entries[variant], ref_row.shared_bytes)
+    f_ref = load_function(item["reference_cubin"], k.entries[variant], k.shared_bytes, k.signature)
     res["stage"] = "timing"
     label = _label(k, variant, (n, n, n))
     try:
         flusher = L2Flusher(gpu_facts()["l2_bytes"])
         prob = Problem(cuda, k, n, n, n, rng)
         ref_times, stu_times = [], []
-        rows = np.sort(rng.choice(n, size=min(P.CHECK_ROWS, n), replace=False))
+        rows = np.sort(rng.choice(n, size=min(g.CHECK_ROWS, n), replace=False))
         for _ in range(2):
-            ref_times += time_gpu(lambda: prob.launch(f_ref), flusher, budget_s=P.TIMING_BUDGET_S).times_ms
+            ref_times += time_gpu(lambda: prob.launch(f_ref), flusher, budget_s=g.TIMING_BUDGET_S).times_ms
             prob.poison_c()              # the reference's C must not count as the student's
-            stu_times += time_gpu(lambda: prob.launch(f_stu), flusher, budget_s=P.TIMING_BUDGET_S).times_ms
+            stu_times += time_gpu(lambda: prob.launch(f_stu), flusher, budget_s=g.TIMING_BUDGET_S).times_ms
             C, cb, ca = prob.read_c()
             res["after_timing"] = judge(prob, C, cb, ca, label, rows=rows, when="after timing")
             if not res["after_timing"]["ok"]:
@@ -267,7 +251,7 @@ def run_one_part(item, out_file):
     return res
 
 
-def worker_parts(spec_file, out_dir):
+def worker_parts(lab, g, spec_file, out_dir):
     from common.device import init_gpu
     init_gpu()
     spec = json.loads(Path(spec_file).read_text())
@@ -277,14 +261,13 @@ def worker_parts(spec_file, out_dir):
         if out.exists():
             continue                      # done by an earlier worker
         (out_dir / "current").write_text(item["id"])
-        run_one_part(item, out)
+        run_one_part(lab, g, item, out)
 
 
-def sanitize_run(spec_file):
+def sanitize_run(lab, g, spec_file):
     """Every item's entry points on SANITIZE_SHAPES, plainly allocated (the sanitizer watches the
     bounds), one line per launch: what the parent reads to know how far the run got."""
     import numpy as np
-    import lab07
     from common import check as checking
     from common.device import init_gpu
     from common.kernels import load_function
@@ -293,15 +276,14 @@ def sanitize_run(spec_file):
     spec = json.loads(Path(spec_file).read_text())
     rng = np.random.default_rng(int(spec.get("seed", 0)))
     for item in spec["items"]:
-        ref_row = lab07.KERNELS[item["kernel"]]
-        k = replace(ref_row, source=item["source"], tag="", defines={})
-        for variant, shape in _cases(k, P.SANITIZE_SHAPES):
+        k = lab.kernel(item["kernel"])
+        for variant, shape in k.cases(g.SANITIZE_SHAPES):
             M, N, K = shape
-            A, B = lab07.random_inputs(k, M, N, K, rng)
+            A, B = k.prec.random_inputs(M, N, K, rng)
             a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
             try:
                 cuda.memset_d32(c, checking.NAN_BITS, M * N)
-                k.launch(load_function(item["cubin"], k.entries[variant], k.shared_bytes), M, N, K, a, b, c)
+                k.launch(load_function(item["cubin"], k.entries[variant], k.shared_bytes, k.signature), M, N, K, a, b, c)
                 cuda.Context.synchronize()
             except cuda.Error as e:
                 print(f"grade-sanitize: FAILED {item['id']} {_label(k, variant, shape)}: {e}", flush=True)
@@ -311,30 +293,34 @@ def sanitize_run(spec_file):
         print(f"grade-sanitize: done {item['id']}", flush=True)
 
 
-def measure_predictions(out_file):
-    """The reference ladder and cuBLAS at PREDICTION_SIZE: % of cuBLAS per kernel, HGEMM / SGEMM.
-    Each result is checked on CHECK_ROWS rows after its timing."""
+def measure_predictions(lab, g, out_file):
+    """Each predicted ladder's kernels and its cuBLAS (the ladder's precision) at PREDICTION_SIZE:
+    % of cuBLAS per kernel, and the ratios of cuBLAS TFLOP/s between ladders. Each result is
+    checked on 64 rows after its timing."""
     import numpy as np
-    import lab07
     from common.cublas import Cublas
     from common.device import gpu_facts
     from common.timing import L2Flusher, time_gpu
     import pycuda.driver as cuda
     facts = gpu_facts()
     arch = facts["arch"]
-    lab07.build(lab07.FP32 + lab07.FP16, [arch])
+    wanted = {p.id for p in g.predictions}
+    ladders = [ld for ld in lab.ladders if ld in {x for p in g.predictions for x in p.ladders}]
+    kernels = {ld: [k for k in lab.ladders[ld] if k.name in wanted and lab.build_arch(k, arch)] for ld in ladders}
+    lab.build([k for ks in kernels.values() for k in ks], [arch])
     blas, flusher = Cublas(), L2Flusher(facts["l2_bytes"])
-    n = P.PREDICTION_SIZE
+    n = g.PREDICTION_SIZE
     rng = np.random.default_rng()
     out = {"gpu": facts["name"], "arch": arch, "size": n, "values": {}, "ms": {}, "checks": {}}
-    for ladder, kernels, call in (("fp32", lab07.FP32, blas.sgemm), ("fp16", lab07.FP16, blas.hgemm)):
-        kinds = [k for k in kernels if k.name in {p.id for p in _predictions()}]
-        probe = kinds[0]
+    for ladder in ladders:
+        probe = lab.ladders[ladder][0]
+        prec = lab.ladder_precision(ladder)
         prob = Problem(cuda, probe, n, n, n, rng)
         rows = np.sort(rng.choice(n, size=64, replace=False))
+        call = prec.cublas(blas)
         runs = [(f"cuBLAS-{ladder}", lambda: call(n, n, n, prob.a.ptr, prob.b.ptr, prob.c.ptr), probe)]
-        for k in kinds:
-            launch = lab07.launcher(k, n, n, n)
+        for k in kernels[ladder]:
+            launch = lab.launcher(k, n, n, n)
             runs.append((k.name, (lambda launch=launch: launch(prob.a.ptr, prob.b.ptr, prob.c.ptr)), k))
         for name, run, k in runs:
             prob.poison_c()
@@ -343,30 +329,33 @@ def measure_predictions(out_file):
             prob.k = k
             out["checks"][name] = judge(prob, C, cb, ca, f"{name} {n}^3", rows=rows)["verdict"]
             out["ms"][name] = t.median_ms
-        for k in kinds:
+        for k in kernels[ladder]:
             out["values"][k.name] = 100.0 * out["ms"][f"cuBLAS-{ladder}"] / out["ms"][k.name]
         prob.free()
-    out["values"]["hgemm_over_sgemm"] = out["ms"]["cuBLAS-fp32"] / out["ms"]["cuBLAS-fp16"]
+    for p in g.predictions:
+        if p.ratio:
+            a, b = p.ratio
+            out["values"][p.id] = out["ms"][f"cuBLAS-{b}"] / out["ms"][f"cuBLAS-{a}"]
     _write_json(out_file, out)
-
-
-def _predictions():
-    from grading.questions import PREDICTIONS
-    return PREDICTIONS
 
 
 def worker_main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=["parts", "sanitize-run", "measure"])
+    ap.add_argument("--lab", required=True)
     ap.add_argument("--spec")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
+    from common.lab import load
+    from .spec import Grading
+    lab = load(args.lab)
+    g = Grading(lab)
     if args.mode == "parts":
-        worker_parts(args.spec, args.out)
+        worker_parts(lab, g, args.spec, args.out)
     elif args.mode == "sanitize-run":
-        sanitize_run(args.spec)
+        sanitize_run(lab, g, args.spec)
     else:
-        measure_predictions(args.out)
+        measure_predictions(lab, g, args.out)
 
 
 # =============================================================================================
@@ -375,6 +364,18 @@ def worker_main(argv=None):
 
 def _python():
     return sys.executable or "python3"
+
+
+def worker_argv(lab, mode, *args):
+    return [_python(), *WORKER, mode, "--lab", str(lab.dir), *map(str, args)]
+
+
+def worker_env():
+    """The environment of a worker: the repository first on PYTHONPATH (for `common`), then the
+    caller's PYTHONPATH (a simulated pycuda in the grader's tests)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
 
 
 def _wait(proc, out_dir, timeout_per_item):
@@ -394,7 +395,7 @@ def _wait(proc, out_dir, timeout_per_item):
     return proc.returncode, log.read_text(errors="replace") if log.exists() else ""
 
 
-def run_parts(items, out_dir, timeout_per_item=P.GPU_TIMEOUT_S):
+def run_parts(lab, items, out_dir, timeout_per_item):
     """Run every item (dicts: id, part, kernel, source, cubin, reference_cubin, seed) in workers,
     restarting after a crash or a hang. Returns {id: result dict}; an item whose worker died
     without a word gets {"crash": {...}} from the parent."""
@@ -411,9 +412,9 @@ def run_parts(items, out_dir, timeout_per_item=P.GPU_TIMEOUT_S):
         current = out_dir / "current"
         if current.exists():
             current.unlink()
-        argv = [_python(), str(WORKER), "parts", "--spec", str(spec), "--out", str(out_dir)]
+        argv = worker_argv(lab, "parts", "--spec", spec, "--out", out_dir)
         with open(out_dir / "worker.log", "w") as logf:
-            proc = subprocess.Popen(argv, cwd=LAB, stdout=logf, stderr=subprocess.STDOUT, text=True)
+            proc = subprocess.Popen(argv, cwd=ROOT, env=worker_env(), stdout=logf, stderr=subprocess.STDOUT, text=True)
             status, text = _wait(proc, out_dir, timeout_per_item)
         if status in (0, CRASH_EXIT):
             continue
@@ -444,43 +445,7 @@ def _last_line(text):
     return line[:300]
 
 
-# "... Write access at void sgemm_v6_body<(bool)1>(int, int, ...)+0xba0 in v6_vectorized.cu:178": the
-# function is printed with its signature (spaces and all), so the file is the last " in " before "file:line"
-_RACE_FIRST = re.compile(r"Race reported between (\w+) access at (.+?) in (\S+:\d+)")
-_RACE_SECOND = re.compile(r"and (\w+) access at (.+?) in (\S+:\d+)")
 _LAUNCHED = re.compile(r"^grade-sanitize: (launched|done|FAILED) (\S+)(.*)$", re.M)
-
-
-def attribute_races(text, items):
-    """{item id: [one line per race]}: a race belongs to the item whose source file its report names."""
-    by_file = {Path(it["source"]).name: it["id"] for it in items}
-    out = {}
-    lines = text.splitlines()
-    for i, first in enumerate(lines):
-        m1 = _RACE_FIRST.search(first)
-        if not m1:
-            continue
-        # the second half is on one of the next lines; the program's own output can land in between
-        m2 = next((m for m in (_RACE_SECOND.search(l) for l in lines[i + 1:i + 6]) if m), None)
-        if not m2:
-            continue
-        (kind1, at1, where1), (kind2, at2, where2) = m1.groups(), m2.groups()
-        where1, where2 = Path(where1).name, Path(where2).name
-        owner = by_file.get(where1.rsplit(":", 1)[0]) or by_file.get(where2.rsplit(":", 1)[0])
-        func = re.match(r"(?:void\s+)?([\w:]+(?:<[^>]*>)?)", at1.split("+")[0])
-        line = (f"{kind1.lower()} at {where1} races with {kind2.lower()} at {where2}"
-                f" ({func.group(1) if func else at1.split('+')[0]})")
-        out.setdefault(owner, []).append(line)
-    return out
-
-
-def unread_hazards(text, races):
-    """Hazards racecheck counted in its summary that no report line above accounts for (a format
-    this grader cannot read, or reports past the print limit): they must not pass silently."""
-    from common import sanitizer
-    found = sanitizer.parse(text, "racecheck")
-    total = (found.total_errors or 0) + found.total_warnings
-    return max(0, total - sum(len(v) for v in races.values()))
 
 
 def _first_report(text):
@@ -505,10 +470,11 @@ def racecheck_batches(items):
     return batches
 
 
-def racecheck(items, log_dir, timeout=P.SANITIZER_TIMEOUT_S):
+def racecheck(lab, items, log_dir, timeout):
     """{item id: (status, reason)}: status "pass", "fail" or "skipped" (no compute-sanitizer)."""
     from common import sanitizer
     from common.errors import CourseError
+    from . import races as race_reader
     try:
         exe = sanitizer.find_sanitizer()
     except CourseError as e:
@@ -521,23 +487,21 @@ def racecheck(items, log_dir, timeout=P.SANITIZER_TIMEOUT_S):
     while queue:
         batch = queue.pop(0)
         bi += 1
-        left, attempt = list(batch), 0
+        left, attempt, text, log = list(batch), 0, "", log_dir / f"racecheck_{bi}_1.txt"
         while left and attempt <= len(batch):
             attempt += 1
             spec = log_dir / f"racecheck_{bi}_{attempt}.spec.json"
             _write_json(spec, {"items": left, "seed": int(time.time())})
-            argv = sanitizer.command(exe, "racecheck", [_python(), str(WORKER), "sanitize-run", "--spec", str(spec)])
+            argv = sanitizer.command(exe, "racecheck", worker_argv(lab, "sanitize-run", "--spec", spec))
             try:
-                proc = subprocess.run(argv, cwd=LAB, capture_output=True, text=True, timeout=timeout)
+                proc = subprocess.run(argv, cwd=ROOT, env=worker_env(), capture_output=True, text=True, timeout=timeout)
                 text = proc.stdout + proc.stderr
             except subprocess.TimeoutExpired as e:
                 text = (e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")) + \
                        "\ngrade-sanitize: TIMEOUT"
             log = log_dir / f"racecheck_{bi}_{attempt}.txt"
             log.write_text(f"$ {' '.join(argv)}\n{text}")
-            races = attribute_races(text, left)
-            unread = races.get(None, []) + [f"{n} hazard(s) in racecheck's summary with no readable report"
-                                           for n in [unread_hazards(text, races)] if n]
+            races, unread = race_reader.read(text, left)
             done = {m.group(2) for m in _LAUNCHED.finditer(text) if m.group(1) == "done"}
             failed = {m.group(2): m.group(3).strip(" :") for m in _LAUNCHED.finditer(text) if m.group(1) == "FAILED"}
             if unread and len(left) > 1:
@@ -569,14 +533,14 @@ def racecheck(items, log_dir, timeout=P.SANITIZER_TIMEOUT_S):
     return results
 
 
-def measure(out_file, timeout=P.GPU_TIMEOUT_S):
+def measure(lab, out_file, timeout):
     """The predictions' measurements on this GPU (a worker): the dict measure_predictions writes."""
     out_file = Path(out_file)
     if out_file.exists():
         out_file.unlink()
-    argv = [_python(), str(WORKER), "measure", "--out", str(out_file)]
+    argv = worker_argv(lab, "measure", "--out", out_file)
     try:
-        proc = subprocess.run(argv, cwd=LAB, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(argv, cwd=ROOT, env=worker_env(), capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0 or not out_file.exists():
             return {"error": f"the measurement failed: {_last_line(proc.stdout + proc.stderr)}"}
     except subprocess.TimeoutExpired:

@@ -1,8 +1,9 @@
 """Grading: every part, every check, its points, and one reason for every check that lost points.
 
-    grade(workspace, parts=None, sources=None, gpu=None, arch=None, seed=None) -> Report
-    grade_many(jobs, env) -> [Report]          several workspaces or kernels in one GPU session
-    environment(gpu=None, arch=None, seed=None) -> Env: is there a GPU, which arch, which seed
+    grade(g, workspace, parts=None, gpu=None, arch=None, seed=None) -> Report   (g: spec.Grading)
+    grade_many(g, jobs, env) -> [Report]       several workspaces or kernels in one GPU session
+    workspace_job(g, workspace, parts=None, name=None) -> Job: a workspace's .cu files and answers.toml
+    environment(g, gpu=None, arch=None, seed=None) -> Env: is there a GPU, which arch, which seed
     Report.result(part, check), .score, .graded_max, .pending, .text(), .to_json(), .lost_lines()
 
 A check ends in one of four states: pass (its points), fail (none, and a reason), needs-gpu
@@ -17,17 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common import report as rep
-from common.errors import CourseError
+from .. import report as rep
+from ..errors import CourseError
 
 from . import answers as answers_mod
-from . import parts as P
 from . import static
-from .questions import PREDICTIONS, QUESTIONS, grade_prediction
+from .questions import grade_prediction
 
-LAB = Path(__file__).resolve().parents[1]
-GRADE_BUILD = Path(os.environ.get("LAB07_GRADE_BUILD") or LAB / "build" / "grade")   # never the lab's build/<arch>
-GRADE_REPORTS = LAB / "reports" / "grade"
+DEFAULT_ARCH = "sm_90"        # SASS is read for this architecture where there is no GPU (a lab's GRADE_ARCH wins)
 
 PASS, FAIL, NEEDS_GPU, SKIPPED = "pass", "fail", "needs-gpu", "skipped"
 
@@ -128,7 +126,7 @@ class Report:
 
     def text(self):
         m = self.meta
-        out = [f"Lab 7 grade: {m['what']}"]
+        out = [f"{m['lab_title']} grade: {m['what']}"]
         out.append(f"GPU: {m['gpu_text']}" + ("" if m["gpu"] else "; the GPU checks are reported as "
                                                "'needs a GPU' (neither passed nor failed)"))
         out.append(f"SASS and ptxas for {m['arch']}; inputs drawn with seed {m['seed']} (GRADE_SEED={m['seed']} repeats them)")
@@ -146,7 +144,7 @@ class Report:
             out += ["", rep.table(pred["rows"], [("id", "prediction", ""), ("predicted", "yours", ""),
                                                   ("measured", "measured", ".3g"), ("unit", "unit", ""),
                                                   ("status", "", "")],
-                                  title=f"Predictions at {P.PREDICTION_SIZE}³ against {pred['source']}")]
+                                  title=f"Predictions at {m['prediction_size']}³ against {pred['source']}")]
         pending = {}                       # the checks that wait for a GPU -> the parts they belong to
         for p in self.parts:
             names = ", ".join(c.check for c in p.checks if c.status == NEEDS_GPU)
@@ -164,7 +162,7 @@ class Report:
         return "\n".join(out)
 
     def to_json(self):
-        return {"what": "lab07 grade", **self.meta, "score": self.score, "graded_max": self.graded_max,
+        return {**self.meta, "what": f"{self.meta['lab']} grade", "score": self.score, "graded_max": self.graded_max,
                 "pending": self.pending, "max_total": sum(p.max_points for p in self.parts),
                 "parts": [{"part": p.name, "title": p.title, "source": p.source, "note": p.note, "points": p.points,
                            "graded_max": p.graded_max, "pending": p.pending, "max_points": p.max_points,
@@ -187,7 +185,7 @@ class Env:
     work: Path          # scratch folder for the GPU workers' files and logs
 
 
-def environment(gpu=None, arch=None, seed=None, work=None):
+def environment(g, gpu=None, arch=None, seed=None, work=None):
     """gpu=None: use one if there is one; False: never; True: there must be one (CourseError)."""
     from common.device import gpu_status
     if gpu is False:
@@ -199,56 +197,51 @@ def environment(gpu=None, arch=None, seed=None, work=None):
         if not ok:
             text = f"none ({text})"
     if arch is None:
-        if ok:
-            import lab07
-            arch = lab07.gpu_arch()
-        else:
-            arch = "sm_90"
+        arch = g.lab.gpu_arch() if ok else g.lab.option("GRADE_ARCH", DEFAULT_ARCH)
     seed = int(seed if seed is not None else os.environ.get("GRADE_SEED") or secrets.randbits(31))
-    work = Path(work) if work else Path(tempfile.mkdtemp(prefix="lab07-grade-"))
+    work = Path(work) if work else Path(tempfile.mkdtemp(prefix=f"{g.lab.short}-grade-"))
     return Env(ok, text, arch, seed, work)
 
 
 @dataclass
 class Job:
-    name: str                         # what is graded, in words ("workspace/", "wrong/v5_fp16_math.cu")
+    name: str                         # what is graded, in words: a workspace folder, "wrong/<name>.patch"
     sources: dict                     # code part -> .cu file
     parts: list                       # part names to grade, in order
     answers: Path = None              # answers.toml (questions and predictions)
 
 
-def workspace_job(workspace, parts=None, name=None):
+def workspace_job(g, workspace, parts=None, name=None):
     """A Job for a workspace folder: its kernels (the reference files' names) and answers.toml."""
-    from .workspace import kernel_files
     workspace = Path(workspace)
     if not workspace.is_dir():
         raise CourseError(f"there is no workspace at {workspace}",
                           hint="create it with `make workspace` (or pass WORKSPACE=path to yours)")
-    names = [p.name for p in P.all_parts()]
+    names = [p.name for p in g.parts]
     parts = list(parts or names)
     for p in parts:
         if p not in names:
             raise CourseError(f"there is no part {p!r}", hint=f"parts: {', '.join(names)}")
-    files = kernel_files()
+    files = g.kernel_files()
     return Job(name or str(workspace), {p: workspace / files[p].name for p in parts if p in files},
                parts, workspace / "answers.toml")
 
 
-def build_dir_for(source):
-    """The grader's own build folder for a source file: one per folder, never the lab's build/."""
+def build_dir_for(g, source):
+    """The grader's own build folder for a source file: one per folder, never the lab's build/<arch>."""
     import hashlib
     folder = Path(source).resolve().parent
     digest = hashlib.sha1(str(folder).encode()).hexdigest()[:10]
-    return GRADE_BUILD / f"{folder.name}-{digest}"
+    return g.build_dir / f"{folder.name}-{digest}"
 
 
 # ---------------------------------------------------------------------------------------------
 # Grading
 # ---------------------------------------------------------------------------------------------
 
-def grade(workspace, parts=None, gpu=None, arch=None, seed=None, progress=True):
-    env = environment(gpu, arch, seed)
-    return grade_many([workspace_job(workspace, parts)], env, progress=progress)[0]
+def grade(g, workspace, parts=None, gpu=None, arch=None, seed=None, progress=True):
+    env = environment(g, gpu, arch, seed)
+    return grade_many(g, [workspace_job(g, workspace, parts)], env, progress=progress)[0]
 
 
 def _say(progress, text):
@@ -256,15 +249,17 @@ def _say(progress, text):
         print(f"[grade] {text}", file=sys.stderr, flush=True)
 
 
-def grade_many(jobs, env, progress=True):
+def grade_many(g, jobs, env, progress=True):
     """Grade every job; the GPU work of all of them in one batch (one racecheck run per batch of
     distinct file names). Returns one Report per job, in order."""
     # 1. compile every code part of every job (the grader's own build folders)
+    lab = g.lab
     tasks = [(ji, name, Path(src)) for ji, job in enumerate(jobs) for name, src in job.sources.items()
              if name in job.parts]
     _say(progress, f"compiling {len(tasks)} kernel(s) for {env.arch}")
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        futures = {(ji, name): pool.submit(static.compile_student, P.part(name), src, env.arch, build_dir_for(src))
+        futures = {(ji, name): pool.submit(static.compile_student, lab, g.part(name), src, env.arch,
+                                           build_dir_for(g, src))
                    for ji, name, src in tasks}
         compiled = {key: f.result() for key, f in futures.items()}
     # 2. SASS
@@ -279,32 +274,32 @@ def grade_many(jobs, env, progress=True):
     # 3. the GPU
     gpu_results, races, measured = {}, {}, None
     if env.gpu:
-        import lab07
         items, by_item = [], {}
-        kernels = sorted({P.part(name).kernel for _, name, _ in tasks})
+        kernels = sorted({g.part(name).kernel for _, name, _ in tasks})
         _say(progress, f"building the reference kernels ({', '.join(kernels)}) for {env.arch}")
-        lab07.build([lab07.KERNELS[k] for k in kernels], [env.arch])
+        lab.build([lab.kernel(k) for k in kernels], [env.arch])
         for (ji, name), c in compiled.items():
             if not c.ok:
                 continue
-            part = P.part(name)
-            ref = lab07.KERNELS[part.kernel]
+            part = g.part(name)
+            ref = lab.kernel(part.kernel)
             iid = f"{ji}-{name}"
             items.append({"id": iid, "part": name, "kernel": part.kernel, "source": str(c.source),
-                          "cubin": str(c.cubin), "reference_cubin": str(ref.cubin(lab07.BUILD_DIR, env.arch)),
+                          "cubin": str(c.cubin),
+                          "reference_cubin": str(ref.cubin(lab.build_dir_of(ref), lab.build_arch(ref, env.arch))),
                           "seed": env.seed + 7919 * len(items)})
             by_item[(ji, name)] = iid
         from . import gpu as gpumod
         if items:
             _say(progress, f"GPU: correctness, timing and the re-check of {len(items)} kernel(s)")
-            results = gpumod.run_parts(items, env.work / "parts")
+            results = gpumod.run_parts(lab, items, env.work / "parts", g.GPU_TIMEOUT_S)
             _say(progress, f"GPU: compute-sanitizer racecheck on {len(items)} kernel(s)")
-            race = gpumod.racecheck(items, env.work / "racecheck")
+            race = gpumod.racecheck(lab, items, env.work / "racecheck", g.SANITIZER_TIMEOUT_S)
             gpu_results = {key: results[iid] for key, iid in by_item.items()}
             races = {key: race[iid] for key, iid in by_item.items()}
-        if any("predictions" in job.parts for job in jobs):
-            _say(progress, f"GPU: the reference ladder and cuBLAS at {P.PREDICTION_SIZE}³ (for the predictions)")
-            measured = gpumod.measure(env.work / "measure.json")
+        if g.predictions and any("predictions" in job.parts for job in jobs):
+            _say(progress, f"GPU: the reference ladder and cuBLAS at {g.PREDICTION_SIZE}³ (for the predictions)")
+            measured = gpumod.measure(lab, env.work / "measure.json", g.GPU_TIMEOUT_S)
     # 4. the reports
     reports = []
     for ji, job in enumerate(jobs):
@@ -316,19 +311,21 @@ def grade_many(jobs, env, progress=True):
             except CourseError as e:
                 answers_error = e.message
         for name in job.parts:
-            part = P.part(name)
+            part = g.part(name)
             if name == "questions":
-                pr, extra["questions"] = _questions(part, answers, answers_error)
+                pr, extra["questions"] = _questions(g, part, answers, answers_error)
             elif name == "predictions":
-                pr, extra["predictions"] = _predictions(part, answers, answers_error, env, measured)
+                pr, extra["predictions"] = _predictions(g, part, answers, answers_error, env, measured)
             else:
                 key = (ji, name)
                 c = compiled.get(key) or static.Compiled(name, Path(job.sources.get(name, "?")),
                                                          error=f"no source file for {name}")
-                pr = _code_part(part, c, facts.get(key), sass_error, gpu_results.get(key), races.get(key), env)
+                pr = _code_part(g, part, c, facts.get(key), sass_error, gpu_results.get(key), races.get(key), env)
             parts_out.append(pr)
-        meta = {"workspace": job.name, "what": job.name, "gpu": env.gpu, "gpu_text": env.gpu_text, "arch": env.arch,
-                "seed": env.seed, "run": rep.run_info(LAB), "speed_pct": P.SPEED_PCT, "timing_size": P.TIMING_SIZE}
+        meta = {"lab": lab.short, "lab_title": lab.title.split(":")[0], "workspace": job.name, "what": job.name,
+                "gpu": env.gpu, "gpu_text": env.gpu_text, "arch": env.arch, "seed": env.seed,
+                "run": rep.run_info(lab.dir), "speed_pct": g.SPEED_PCT, "timing_size": g.TIMING_SIZE,
+                "prediction_size": g.PREDICTION_SIZE}
         reports.append(Report(job.name, parts_out, meta, extra))
     return reports
 
@@ -382,18 +379,18 @@ def _correct(res):
     return PASS, "", {"cases": len(cases)}
 
 
-def _fast(res):
+def _fast(res, speed_pct):
     t = (res or {}).get("timing")
     if not t:
         return FAIL, "not timed", {}
-    ok = t["pct_of_reference"] >= P.SPEED_PCT
+    ok = t["pct_of_reference"] >= speed_pct
     reason = "" if ok else (f"{t['pct_of_reference']:.0f} % of the reference's speed at {t['size']}³ "
                             f"({t['student_ms']:.3f} ms against {t['reference_ms']:.3f} ms, same GPU, same run; "
-                            f"{P.SPEED_PCT} % needed)")
+                            f"{speed_pct} % needed)")
     return (PASS if ok else FAIL), reason, t
 
 
-def _code_part(part, compiled, facts, sass_error, gpu_res, race, env):
+def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env):
     raw = {}
     for c in part.checks:
         if not compiled.ok:
@@ -403,7 +400,7 @@ def _code_part(part, compiled, facts, sass_error, gpu_res, race, env):
         elif c.kind == "correct":
             raw[c.name] = _correct(gpu_res)
         elif c.kind == "fast":
-            raw[c.name] = _fast(gpu_res)
+            raw[c.name] = _fast(gpu_res, g.SPEED_PCT)
         elif c.kind == "race-free":
             status, reason = race or (FAIL, "racecheck did not run")
             raw[c.name] = (status, reason, {})
@@ -428,10 +425,10 @@ def _code_part(part, compiled, facts, sass_error, gpu_res, race, env):
 # Questions and predictions
 # ---------------------------------------------------------------------------------------------
 
-def _questions(part, answers, error):
+def _questions(g, part, answers, error):
     given = (answers or {}).get("questions", {})
     out, table = [], []
-    for q, c in zip(QUESTIONS, part.checks):
+    for q, c in zip(g.questions, part.checks):
         if error:
             status, reason = FAIL, error
         else:
@@ -443,27 +440,27 @@ def _questions(part, answers, error):
     return PartResult(part.name, part.title, out, note=""), table
 
 
-def _predictions(part, answers, error, env, measured):
+def _predictions(g, part, answers, error, env, measured):
     given = (answers or {}).get("predictions", {})
     source, values, measured_on = None, {}, None
     if measured and not measured.get("error"):
         values, measured_on = measured["values"], measured["gpu"]
         source = f"this run on {measured['gpu']} ({measured['size']}³, reference kernels and cuBLAS timed just now)"
     else:
-        rec, size, path, gpu_name = answers_mod.recorded_measurements()
+        rec, size, path, gpu_name = answers_mod.recorded_measurements(g)
         if rec:
             values, measured_on = rec, gpu_name
             why = "no GPU here" if not env.gpu else (measured or {}).get("error", "not measured")
             source = f"the newest recorded run, results/{Path(path).name} ({gpu_name}, {size}³): {why}"
     out, rows = [], []
-    for p, c in zip(PREDICTIONS, part.checks):
+    for p, c in zip(g.predictions, part.checks):
         m = values.get(p.id)
         if error:
             status, reason = FAIL, error
         elif source is None:
             status, reason = NEEDS_GPU, "needs a GPU (and no recorded run in results/ to compare with)"
         else:
-            ok, reason = grade_prediction(p, given.get(p.id), m)
+            ok, reason = grade_prediction(p, given.get(p.id), m, g.PREDICTION_FACTOR)
             status = PASS if ok else FAIL
         out.append(CheckResult(part.name, p.id, p.text, c.points, status, reason))
         rows.append({"id": p.id, "predicted": given.get(p.id), "measured": m, "unit": p.unit,
@@ -484,6 +481,6 @@ def finite(value):
     return value
 
 
-def write_json(report, path=None):
-    path = Path(path) if path else GRADE_REPORTS / f"{Path(report.name).name or 'workspace'}.json"
+def write_json(g, report, path=None):
+    path = Path(path) if path else g.reports_dir / f"{Path(report.name).name or 'workspace'}.json"
     return rep.write_json(path, finite(report.to_json()))

@@ -1,23 +1,24 @@
 """The checks that need no GPU: compile a student's kernel, read ptxas's report and the SASS.
 
-    student_row(part, source)         lab07's table row for the part, with the student's file as source
-    compile_student(part, source, arch, build_dir) -> Compiled: resources per entry, cubin, or the
-                                      nvcc error line ("does not compile: ...")
+    student_row(lab, part, source)    the part's row of the lab's table, with the student's file as source
+    compile_student(lab, part, source, arch, build_dir) -> Compiled: resources per entry, cubin, or
+                                      the nvcc error line ("does not compile: ...")
     sass_facts(compiled)              -> {entry: {"families": {...}, "fp16": Counter, "opcodes": Counter}}
-    run_check(kind, compiled, facts)  -> (ok, reason) for the static kinds of parts.py
+    run_check(kind, compiled, facts)  -> (ok, reason) for the static kinds (common.grading.spec)
     fp16_ops(text)                    -> {kernel: Counter}: FP16 arithmetic and conversions in SASS
 
-The student's kernel is built with the course's own flags (common.build.NVCC_FLAGS) into the
-grader's build folder, never into build/ where `make` puts the reference.
+The student's kernel is built with the course's own flags (common.build.NVCC_FLAGS), the row's own
+flags and include directories (and the lab's kernels/, for the headers the reference includes), into
+the grader's build folder, never into build/ where `make` puts the reference.
 """
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from common import build as nvbuild
-from common import sass as sassmod
-from common.errors import CourseError
+from .. import build as nvbuild
+from .. import sass as sassmod
+from ..errors import CourseError
 
 # FP16 (and BF16) arithmetic and conversions. HFMA2.MMA / HFMA2 with a zero product (`-RZ, RZ`) is how
 # ptxas moves a constant into a register: not math, and every FP32 kernel has some.
@@ -53,11 +54,12 @@ def fp16_ops(text):
     return out
 
 
-def student_row(part, source):
-    """The reference row of lab07's table with another source file: same entries, threads, tile,
-    shared memory, variant choice. The grader launches a student kernel with nothing else."""
-    import lab07
-    return replace(lab07.KERNELS[part.kernel], source=str(source), tag="", defines={})
+def student_row(lab, part, source):
+    """The reference row of the lab's table with another source file to compile: same entries,
+    flags, variant choice. (It is launched with the reference row itself: threads, tile and shared
+    memory come from the reference kernel, never from the student's file.)"""
+    source = Path(source)
+    return replace(lab.kernel(part.kernel), source=source.name, path=str(source), tag="", defines={})
 
 
 @dataclass
@@ -81,14 +83,19 @@ def _error_line(message, source):
     return line.replace(str(Path(source).parent) + "/", "")
 
 
-def compile_student(part, source, arch, build_dir):
+def compile_student(lab, part, source, arch, build_dir):
     source = Path(source).resolve()
     if not source.exists():
         return Compiled(part.name, source, error=f"{source.name} is missing from the workspace")
-    row = student_row(part, source)
-    cubin = row.cubin(build_dir, arch)
+    row = student_row(lab, part, source)
+    build_arch = lab.build_arch(row, arch)
+    if build_arch is None:
+        return Compiled(part.name, source, row, error=f"{row.name} runs only on {', '.join(row.archs)}, not {arch}")
+    cubin = row.cubin(build_dir, build_arch)
+    includes = [*lab._include_dirs(row), lab.kernels_dir]
     try:
-        resources = nvbuild.compile_cubin(source, cubin, arch, row.defines)
+        resources = nvbuild.compile_cubin(source, cubin, build_arch, row.defines, flags=row.nvcc_flags,
+                                          include_dirs=includes)
     except CourseError as e:
         if "not on the PATH" in e.message:
             raise
