@@ -371,7 +371,7 @@ FP32_TABLES = [
     # numbers): hence "unique B/lane" (not the access width) and an ideal that is a lower bound.
     ("shared memory. LDS/FFMA = shared-load warp instructions / (FFMA thread instructions / 32), beside\n"
      "the chapter's model; unique B/lane = shared-load bytes after broadcast / (32 x LDS): 4, 8, 16 for\n"
-     "LDS.32, .64, .128 only if no two lanes read the same address (v6: 4.5 with LDS.128 only); ideal\n"
+     "LDS.32, .64, .128 only if no two lanes read the same address (less: broadcasts); ideal\n"
      "wavefronts = unique bytes / 128, the ideal after broadcast (a lower bound: LDS.64/.128 are served\n"
      "in half/quarter-warp phases of at least one wavefront each, so broadcasts leave an excess without\n"
      "any bank conflict; common/banks.py predicts the phases); excess = (measured - ideal) / ideal; bank\n"
