@@ -1,24 +1,34 @@
-"""Shared Python for the lab course. One module per concern, none of them knows a lab:
+"""The course's runtime. One module per concern, none of them knows a lab; a lab is a folder with
+its table (lab.py) that these read. `python -m common <target> --lab labs/<lab>` is the way in.
 
-    errors   CourseError: a problem the user can fix, printed as one line and a hint
-    device   is there a CUDA GPU, what it is (name, sm_XX, SMs, clocks, L2), its peak rates
-    build    nvcc for one or more architectures, `-Xptxas -v` parsed per kernel
-    kernels  the row type of a lab's kernel table; loading cubins and launching through PyCUDA
-    check    float64 references, tolerances that grow with K, poisoned outputs, verdicts
-    timing   CUDA-event timing with L2 flushed between repetitions
-    cublas   cuBLAS SGEMM and FP16 GemmEx through ctypes, on PyCUDA's primary context
-    sass     cuobjdump -sass parsed into exact opcode counts per kernel
-    ncu      Nsight Compute: find it, its command line (clocks never locked), its errors, its CSV
+    lab        a lab folder loaded: its table's rows and options, build, launch, matmul, check
+    precision  FP32, FP16, BF16 and TF32 tensor cores: input type, error bound, peak, cuBLAS call
+    tiling     a kernel's parameters read from its .cu file (the one place they are written)
+    kernels    the row type of a lab's table; loading cubins and launching through PyCUDA
+    targets    make build, bench, sass, tune (the autotuner), selfcheck
+    profiling  make ncu-table, ncu-tensor, ncu, sanitize, and the program the profilers run
+    grading    make workspace, grade, grade-selftest (a package; a lab declares its parts as data)
+    testing    what the labs' tests share: GPU_OK, needs_gpu, lab_of, gpu_cases
+    errors     CourseError: a problem the user can fix, printed as one line and a hint
+    device     is there a CUDA GPU, what it is (name, sm_XX, SMs, clocks, L2), its peak rates
+    build      nvcc for one or more architectures, `-Xptxas -v` parsed per kernel, header-aware stamps
+    check      float64 references, poisoned outputs, verdicts
+    timing     CUDA-event timing with L2 flushed between repetitions
+    cublas     cuBLAS SGEMM, FP16/BF16/TF32 GemmEx through ctypes, on PyCUDA's primary context
+    tensor_maps  TMA tensor maps and launches PyCUDA cannot make (cuda-python's driver binding)
+    sass       cuobjdump -sass parsed into exact opcode counts per kernel
+    ncu        Nsight Compute: find it, its command line (clocks never locked), its errors, its CSV
     ncu_metrics  which ncu metrics exist on which chip; loads per FFMA, excess wavefronts, top stalls
-    sanitizer    compute-sanitizer: its command line, its findings counted per kernel
-    report   aligned tables, JSON records (GPU, commit, date), progress lines
-    plots    the ladder chart
-    hierarchy    a tiling's registers (estimate vs ptxas), occupancy per arch, shared/global traffic
-    fragments    which lane holds which element of mma.sync / ldmatrix tiles; the GPU probe's checks
-    banks        shared-memory wavefronts and bank conflicts of one warp instruction
-    roofline     compute and bandwidth roofs, each kernel's point, the plot
-    records      recorded benchmark JSON read back: tables, charts, comparisons, predictions
-    sass_loops   a kernel's main loop found in SASS, condensed, listings side by side
-    explorers    the text and figures of the hierarchy, fragment and bank explorers
-    notebooks    execute notebooks top to bottom (nbclient), strip their outputs
+    sanitizer  compute-sanitizer: its command line, its findings counted per kernel
+    report     aligned tables, JSON records (GPU, commit, date), progress lines
+    plots      the ladder chart
+    hierarchy  a tiling's registers (estimate vs ptxas), occupancy per arch, shared/global traffic
+    fragments  which lane holds which element of mma.sync / ldmatrix tiles; the GPU probe's checks
+    banks      shared-memory wavefronts and bank conflicts of one warp instruction
+    roofline   compute and bandwidth roofs, each kernel's point, the plot
+    records    recorded benchmark JSON read back: tables, charts, comparisons, predictions
+    sass_loops a kernel's main loop found in SASS, condensed, listings side by side
+    explorers  the text and figures of the hierarchy, fragment and bank explorers
+    views      what a lab's notebooks show, as functions of the lab
+    notebooks  execute notebooks top to bottom (nbclient), strip their outputs
 """
