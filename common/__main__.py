@@ -2,6 +2,7 @@
 
     build      compile every kernel; registers, spills and shared memory      (--arch sm_86|all)
     bench      TFLOP/s, % of peak and % of cuBLAS of every ladder              (--sizes, --ladder)
+               or the shape sweep (common/sweep.py)                            (--shapes decode, --kernel gemm)
     sass       opcode counts per kernel from cuobjdump -sass                    (--arch)
     tune       other parameters of each ladder's tuning kernel                  (--size, --budget)
     selfcheck  every kernel and variant on a few awkward shapes
@@ -34,6 +35,9 @@ def parser():
     t = target("bench", "TFLOP/s, % of peak and % of cuBLAS")
     t.add_argument("--sizes", default=None, help="comma list of M = N = K (default: the lab's BENCH_SIZES)")
     t.add_argument("--ladder", default=None, help="one ladder, or a comma list (default: all)")
+    t.add_argument("--shapes", default=None,
+                   help="the shape sweep: shape sets of the lab's SHAPE_SETS or MxNxK, a comma list, or 'all'")
+    t.add_argument("--kernel", default=None, help="with the sweep: only these kernels or dispatchers (e.g. gemm)")
     t = target("sass", "opcode counts per kernel")
     t.add_argument("--arch", default=None)
     t = target("tune", "other tile parameters, timed against cuBLAS")
@@ -90,6 +94,10 @@ def main(argv=None):
             return profiling.profile(lab, args)
         if args.target in profiling.TARGETS:
             return profiling.TARGETS[args.target](lab, args)
+        if args.target == "bench" and (args.shapes or args.kernel):
+            from . import sweep
+            sweep.sweep(lab, args)
+            return 0
         fn = getattr(targets, args.target)
         fn(lab, args)
     return 0

@@ -3,6 +3,8 @@
 #   make             build every kernel; registers, spills, shared memory per kernel
 #   make test        the lab's tests (GPU tests skip without a GPU)
 #   make bench       TFLOP/s, % of peak, % of cuBLAS of every ladder   (SIZES=1024,2048 LADDER=fp32)
+#                    SHAPES=decode (or square, skinny, small-k, split-k, all, 16x4096x4096): the shape
+#                    sweep, GB/s against the copy bandwidth where memory-bound; KERNEL=gemm: the dispatcher
 #   make sass        opcode counts per kernel (FFMA, LDS, LDS.128, HMMA, LDSM, LDGSTS, ...)
 #   make tune        other tile parameters of the tuning kernels; the best is recorded for bench
 #   make ncu-table   ncu on the FFMA kernels and cuBLAS SGEMM: shared loads per FFMA, wavefronts, stalls
@@ -37,7 +39,8 @@ test: build
 	cd $(COURSE_ROOT) && $(PYTHON) -m pytest $(LAB_DIR)/tests
 
 bench:
-	@$(COURSE) bench --lab $(LAB_DIR) $(if $(SIZES),--sizes $(SIZES)) $(if $(LADDER),--ladder $(LADDER))
+	@$(COURSE) bench --lab $(LAB_DIR) $(if $(SIZES),--sizes $(SIZES)) $(if $(LADDER),--ladder $(LADDER)) \
+	  $(if $(SHAPES),--shapes $(SHAPES)) $(if $(KERNEL),--kernel $(KERNEL))
 
 sass:
 	@$(COURSE) sass --lab $(LAB_DIR) $(ARCH_FLAG)
@@ -67,4 +70,4 @@ clean:
 	rm -rf build reports
 
 help:
-	@sed -n '2,17p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'
+	@sed -n '2,19p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'

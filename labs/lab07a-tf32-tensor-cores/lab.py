@@ -1,0 +1,59 @@
+"""Lab 7a, TF32 tensor cores: an FP32 GEMM (C = alpha A B + beta C, FP32 in and out) moved onto the
+TF32 tensor cores in seven measured rungs, after the worklog "Optimising fp32 GEMM on A100". The
+lab's table: data, no code (common/lab.py says how every target reads it).
+
+Each rung's tile parameters live in its .cu file; the rows say what the source cannot: entry points,
+shape rules, how the kernel rounds its inputs (the tolerance depends on it), the worklog's claim.
+"""
+from common.kernels import ALPHA_BETA, Kernel
+from common.lab import load
+from common.precision import TF32_ROUNDED, TF32_TRUNCATED
+from common.targets import Tuning
+
+from .tuning import candidates, reason_illegal
+
+TITLE = "Lab 7a, TF32 tensor cores: seven rungs to cuBLAS"
+SHORT = "lab07a"
+
+
+def _vec4(M, N, K):       # float4 rows: every row of A, B and C starts 16-byte aligned
+    return "vec" if K % 4 == 0 and N % 4 == 0 else "scalar"
+
+
+def _rounding(tiling):
+    """k2..k7 round each operand with cvt.rna.tf32.f32 when TF32_RNA = 1 (the default), else the tensor
+    core drops the low 13 mantissa bits: the error bound per input doubles (common/precision.py)."""
+    return TF32_ROUNDED if tiling.value("TF32_RNA") else TF32_TRUNCATED
+
+
+def _row(name, source, title, claim, roundoff=_rounding):
+    return Kernel(name, source, {"vec": f"tf32gemm_{name}_vec", "scalar": f"tf32gemm_{name}_scalar"}, "tf32_tensor",
+                  choose=_vec4, args=ALPHA_BETA, input_roundoff=roundoff, title=title, claim=claim)
+
+
+TF32 = [
+    _row("k1", "k1_wmma_tf32.cu", "lab 7's warp tiling with WMMA TF32 fragments (m16n16k8)",
+         "the worklog's first step: this alone doubles FP32's speed", roundoff=TF32_ROUNDED),
+    _row("k2", "k2_mma_swizzle.cu", "mma.sync m16n8k8 in PTX, XOR-swizzled tiles, 1-D warp strips",
+         "the cautionary rung: B reloaded for every A sub-tile, little reuse (worklog: 33 % of cuBLAS)"),
+    _row("k3", "k3_cp_async.cu", "k2 + a cp.async pipeline of STAGES tiles",
+         "the loads of the next tiles fly while this one computes (worklog: 43 %)"),
+    _row("k4", "k4_ldmatrix_2d_warps.cu", "8 warps of 64 x 64, A fragments by ldmatrix .b16",
+         "a TF32 value is two 16-bit halves: ldmatrix.x4 delivers the A fragment (worklog: 50 % -> 80 %)"),
+    _row("k5", "k5_raster_hoist.cu", "k4 + block rasterization, hoisted address arithmetic",
+         "neighbouring blocks share A and B panels in L2 (worklog: 85 %)"),
+    _row("k6", "k6_float2_stores.cu", "k5 + float2 stores of the accumulators",
+         "each lane's accumulator pairs are adjacent in C: STG.E.64 (worklog: 90 %)"),
+    _row("k7", "k7_unroll_xor_stages.cu", "k6 + full unrolling, the XOR stage toggle",
+         "the worklog's final kernel: level with cuBLAS on an A100 (98-100 %)"),
+]
+
+# The FP32 baselines in the same table: cuBLAS SGEMM (TF32 off) and lab 7's best FP32 kernel.
+LAB7 = load("lab07-matmul-registers")
+LADDERS = {"tf32": [LAB7.kernel("v8")] + TF32}
+LADDER_PRECISION = {"tf32": "tf32_tensor"}       # the ladder's baseline: cuBLAS TF32, not v8's SGEMM
+EXTRA_BASELINES = {"tf32": ["fp32"]}             # cuBLAS SGEMM timed in the same run, as one more row
+BENCH_SIZES = [1024, 2048, 4096, 8192]
+SELFCHECK_SHAPES = [(1, 1, 1), (17, 33, 9), (127, 129, 132), (129, 127, 64), (1000, 3, 520), (256, 260, 64)]
+# make tune: k7's defaults ({}) first, then the sweep of tuning.py; illegal = k7's static_asserts in Python
+TUNING = {"tf32": Tuning("k7", candidates, illegal=reason_illegal, sizes=(4096,))}

@@ -1,0 +1,68 @@
+"""What lab 7a claims about the compiled code, checked on every architecture without a GPU: no spills,
+and each rung's one idea visible in SASS (static counts: an instruction in a loop counts once)."""
+import pytest
+
+from common import targets
+from common.build import ALL_ARCHS
+from common.testing import build_for_every_arch, lab_of, needs_cuobjdump
+
+LAB = lab_of(__file__)
+RUNGS = [f"k{i}" for i in range(1, 8)]
+
+
+def test_every_rung_builds_for_every_architecture_without_spills():
+    res = build_for_every_arch(LAB)
+    for (name, arch), entries in res.items():
+        for entry, r in entries.items():
+            assert r["spill_stores"] == r["spill_loads"] == r["stack"] == 0, f"{entry} on {arch}: {r}"
+
+
+@pytest.fixture(scope="module", params=["sm_80", "sm_90"] if "sm_90" in ALL_ARCHS else ALL_ARCHS[:1])
+def sass(request):
+    needs_cuobjdump()
+    return {c["kernel"]: c for c in targets.sass_counts(LAB, request.param, LAB.own()).values()}
+
+
+def ops(sass, name, v):
+    return sass[f"{name}/{v}"]["opcodes"]
+
+
+@pytest.mark.parametrize("v", ["vec", "scalar"])
+def test_every_rung_multiplies_on_the_tf32_tensor_cores_and_never_in_fp16(sass, v):
+    for name in RUNGS:
+        o = ops(sass, name, v)
+        assert any(op.startswith("HMMA") and "TF32" in op for op in o), f"{name}/{v}: {o}"
+        assert not any(op.startswith("HMMA") and "TF32" not in op for op in o), f"{name}/{v} has non-TF32 HMMA"
+
+
+@pytest.mark.parametrize("v", ["vec", "scalar"])
+def test_mma_sync_m16n8k8_from_k2_on(sass, v):
+    for name in RUNGS[1:]:
+        assert ops(sass, name, v).get("HMMA.1688.F32.TF32", 0) > 0, name
+
+
+@pytest.mark.parametrize("v", ["vec", "scalar"])
+def test_cp_async_from_k3_on_and_not_before(sass, v):
+    assert sass[f"k2/{v}"]["LDGSTS"] == 0
+    for name in RUNGS[2:]:
+        assert sass[f"{name}/{v}"]["LDGSTS"] > 0 and sass[f"{name}/{v}"]["DEPBAR"] > 0, name
+
+
+@pytest.mark.parametrize("v", ["vec", "scalar"])
+def test_ldmatrix_feeds_a_from_k4_on(sass, v):
+    for name in RUNGS[:3]:
+        if name != "k1":            # WMMA may use LDSM itself; k2 and k3 load A with LDS
+            assert sass[f"{name}/{v}"]["LDSM"] == 0, name
+    for name in RUNGS[3:]:
+        assert sass[f"{name}/{v}"]["LDSM"] > 0, name
+
+
+def test_float2_stores_of_the_accumulators_from_k6_on(sass):
+    for name in RUNGS[5:]:
+        assert ops(sass, name, "vec").get("STG.E.64", 0) > 0, name
+    assert ops(sass, "k5", "vec").get("STG.E.64", 0) == 0
+
+
+def test_no_rung_touches_local_memory(sass):
+    for key, c in sass.items():
+        assert c["LDL/STL"] == 0, f"{key}: {c['LDL/STL']} LDL/STL"

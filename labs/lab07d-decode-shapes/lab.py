@@ -1,0 +1,126 @@
+"""Lab 7d, decode shapes: the shapes cuBLAS handles and squares do not. A GEMV for decode (M = 1 to
+16, where the game is bytes), split-K for small M x N and long K, a shape sweep that times every
+kernel at the shapes it is for, and a dispatcher that picks one per shape. The lab's table: data,
+no code (common/lab.py says how every target reads it; the README says why each row is here).
+
+Each kernel's tile parameters live in its .cu file (common/tiling.py reads them); the rows say only
+what the source cannot: entry points, how a shape picks one, the argument list, the launch.
+"""
+from common.kernels import Kernel
+from common.lab import load
+
+from .launch import SplitK, with_splits
+
+TITLE = "Lab 7d, Decode shapes: GEMV, split-K, a shape sweep and a dispatcher"
+SHORT = "lab07d"
+
+# ---------------------------------------------------------------------------------------------
+# The kernel table
+# ---------------------------------------------------------------------------------------------
+# GEMV: one entry point per MT (rows of A per pass over the weights) and load width. Any entry is
+# correct for any M (gemv.cu's header); the smallest MT >= M is the fast one: MT x VEC accumulators,
+# and M = 1 must not pay for 16 rows.
+GEMV_MT = (1, 4, 8, 16)
+
+
+def _gemv_choose(vec):
+    """vec = elements per 16-byte load (4 FP32, 8 FP16): N % vec == 0 keeps every row of B aligned."""
+    def choose(M, N, K):
+        mt = next(m for m in GEMV_MT if M <= m or m == GEMV_MT[-1])
+        return f"m{mt}_{'vec' if N % vec == 0 else 'scalar'}"
+    return choose
+
+
+def _gemv_entries(prec):
+    return {f"m{mt}_{v}": f"gemv_{prec}_m{mt}_{v}" for mt in GEMV_MT for v in ("vec", "scalar")}
+
+
+def _vec4(M, N, K):       # float4 rows of A and B (split-K FP32)
+    return "vec" if K % 4 == 0 and N % 4 == 0 else "scalar"
+
+
+def _vec8(M, N, K):       # 16-byte chunks of 8 halves in rows of A and B (cp.async in split-K FP16)
+    return "vec" if K % 8 == 0 and N % 8 == 0 else "scalar"
+
+
+def _vec8_b(M, N, K):     # 8 halves: every row of B (the weights) 16-byte aligned
+    return "vec" if N % 8 == 0 else "scalar"
+
+
+# split-K's entry points take two more arguments (common/kernels.py knows the names); C is written
+# by the second, reduce kernel, which the hook launches after the main one (launch.py).
+SPLITK_ARGS = ("M", "N", "K", "A", "B", "C", "splits", "workspace")
+
+GEMV_FP32 = Kernel("gemv_fp32", "gemv.cu", _gemv_entries("fp32"), "fp32", choose=_gemv_choose(4),
+                   title="GEMV on FFMA: 128-bit weight loads, each weight read once, A from L1/L2",
+                   claim="M = 1 is a copy with arithmetic on the side: its speed is the bandwidth it reaches")
+GEMV_FP16 = Kernel("gemv_fp16", "gemv.cu", _gemv_entries("fp16"), "fp16_tensor", choose=_gemv_choose(8),
+                   title="the same GEMV on FP16 weights (FP32 FFMA, FP32 out)",
+                   claim="half the bytes of FP32; at M = 16 it runs out of FFMA issue slots, not bandwidth")
+GEMV_FP16_TC = Kernel("gemv_fp16_tc", "gemv_fp16_tc.cu", {"vec": "gemv_fp16_tc_vec", "scalar": "gemv_fp16_tc_scalar"},
+                      "fp16_tensor", choose=_vec8_b,
+                      title="the FP16 GEMV on tensor cores: mma.sync m16n8k16 fed straight from 128-bit loads",
+                      claim="16 rows of A cost a handful of instructions per 64 weight bytes: M = 16 stays on the memory roof")
+SPLITK_FP32 = Kernel("splitk_fp32", "splitk_fp32.cu", {"vec": "splitk_fp32_vec", "scalar": "splitk_fp32_scalar"},
+                     "fp32", choose=_vec4, args=SPLITK_ARGS, launch_hook=SplitK("splitk_fp32_reduce"),
+                     title="split-K on FFMA: v6's 128 x 128 tile, K cut into `splits` ranges, an ordered reduce",
+                     claim="one output tile on one SM becomes `splits` tiles on `splits` SMs")
+SPLITK_FP16 = Kernel("splitk_fp16", "splitk_fp16.cu", {"vec": "splitk_fp16_vec", "scalar": "splitk_fp16_scalar"},
+                     "fp16_tensor", choose=_vec8, args=SPLITK_ARGS, launch_hook=SplitK("splitk_fp16_reduce"),
+                     title="split-K on tensor cores: t3's WMMA tile with cp.async, the same ordered reduce",
+                     claim="the same split on tensor cores: the SM count predicts the speed-up, the reduce costs a little")
+
+LAB7 = load("lab07-matmul-registers")      # lab 7's best kernel of each precision, for the squares
+LADDERS = {
+    "fp32": [GEMV_FP32, SPLITK_FP32, LAB7.kernel("v8")],
+    "fp16": [GEMV_FP16, GEMV_FP16_TC, SPLITK_FP16, LAB7.kernel("t4")],
+}
+SELFCHECK_SHAPES = [(1, 1, 1), (1, 33, 17), (2, 129, 4097), (3, 8, 64), (15, 257, 1000), (16, 64, 4096),
+                    (17, 130, 999), (128, 128, 8192)]
+
+# ---------------------------------------------------------------------------------------------
+# The shape sweep (common/sweep.py): `make bench SHAPES=decode`
+# ---------------------------------------------------------------------------------------------
+DECODE = [(m, n, n) for n in (4096, 8192) for m in (1, 4, 16, 64)]
+SHAPE_SETS = {
+    "square": [(2048, 2048, 2048), (4096, 4096, 4096)],
+    "decode": DECODE,                                       # a token (or 4, 16, 64) through a weight matrix
+    "skinny": [(8192, 16, 8192), (8192, 64, 8192)],         # the transposed problem: N small, M large
+    "small-k": [(4096, 4096, 64), (4096, 4096, 256)],       # C dominates the bytes: a rank-64 update
+    "split-k": [(128, 128, 65536), (256, 256, 32768)],      # M x N = one (four) tiles, K long
+}
+SHAPES_DEFAULT = "decode"
+
+# The shapes a row is timed at in the sweep (any shape its rules allow runs correctly, but a GEMV at
+# 4096^3 would time 256 passes over the weights and teach nothing). Rows not named: every shape.
+SERVES = {
+    "gemv_fp32": (lambda M, N, K: M <= 64, "M <= 64"),
+    "gemv_fp16": (lambda M, N, K: M <= 64, "M <= 64"),
+    "gemv_fp16_tc": (lambda M, N, K: M <= 64, "M <= 64"),
+}
+
+# Rows timed on one set's shapes only: split-K without the split, the comparison the SM count predicts.
+SWEEP_EXTRA = {"split-k": {"fp32": [with_splits(SPLITK_FP32, 1)], "fp16": [with_splits(SPLITK_FP16, 1)]}}
+
+# ---------------------------------------------------------------------------------------------
+# The dispatcher (dispatch.py): gemm(A, B) -> (C, the rule that fired). First match wins.
+# ---------------------------------------------------------------------------------------------
+# Each rule: (name, the condition in words, predicate(s), {precision: kernel}). `s` has M, N, K,
+# sms (this GPU's SM count), tiles (output tiles of the split-K kernel: ceil(M / BM) ceil(N / BN))
+# and splits (splits_for: ceil(sms / tiles), at most K / MIN_K_PER_SPLIT). A rule that names no
+# kernel for a precision is skipped for it. The thresholds are gpu-1.log's (H200; see the README):
+# re-derive them from `make bench SHAPES=all` on another GPU.
+MIN_K_PER_SPLIT = 256      # a split shorter than this pays its prologue, epilogue and partial tile for little
+DISPATCH = [
+    ("gemv", "M <= 4 in FP32: a GEMV reads each weight once", lambda s: s.M <= 4,
+     {"fp32": "gemv_fp32"}),
+    ("gemv", "M = 1 in FP16: a GEMV reads each weight once", lambda s: s.M == 1,
+     {"fp16_tensor": "gemv_fp16"}),
+    ("gemv-tc", "2 <= M <= 16 in FP16: the tensor-core GEMV (FFMA runs out of issue slots)", lambda s: s.M <= 16,
+     {"fp16_tensor": "gemv_fp16_tc"}),
+    ("split-k", "M x N fills fewer tiles than SMs and K is long: splits = ceil(SMs / tiles)", lambda s: s.splits >= 2,
+     {"fp32": "splitk_fp32", "fp16_tensor": "splitk_fp16"}),
+    ("tiles", "enough output tiles to fill the GPU: lab 7's best kernel", lambda s: True,
+     {"fp32": "v8", "fp16_tensor": "t4"}),
+]
+DISPATCHERS = {"gemm": "dispatch:plan"}   # the sweep times gemm(A, B) as one more row (KERNEL=gemm: only it)

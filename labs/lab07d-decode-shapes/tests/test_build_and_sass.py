@@ -1,0 +1,105 @@
+"""What lab 7d claims about the compiled code, checked on every architecture without a GPU: no spills,
+and each kernel's idea visible in SASS (static counts: an instruction in a loop counts once)."""
+import pytest
+
+from common.build import ALL_ARCHS
+from common.testing import build_for_every_arch, lab_of, needs_cuobjdump
+
+LAB = lab_of(__file__)
+GEMV = ["gemv_fp32", "gemv_fp16"]
+
+
+def test_every_kernel_builds_for_every_architecture_without_spills():
+    res = build_for_every_arch(LAB)
+    assert {name for name, _ in res} == {k.name for k in LAB.own()}
+    for (name, arch), entries in res.items():
+        for entry, r in entries.items():
+            assert r["spill_stores"] == r["spill_loads"] == r["stack"] == 0, f"{entry} on {arch}: {r}"
+
+
+def test_the_table_names_every_entry_point_of_the_kernels():
+    """Every row's entries (and split-K's reduce) are in its cubin: the table and the .cu agree."""
+    res = build_for_every_arch(LAB)
+    for k in LAB.own():
+        for arch in ALL_ARCHS:
+            entries = res[(k.name, arch)]
+            wanted = list(k.entries.values()) + ([k.launch_hook.reduce] if k.launch_hook else [])
+            assert set(wanted) <= set(entries), f"{k.name} on {arch}: missing {set(wanted) - set(entries)}"
+
+
+@pytest.fixture(scope="module", params=["sm_80", "sm_90"])
+def sass(request):
+    needs_cuobjdump()
+    kernels = LAB.own()
+    LAB.build(kernels, [request.param])
+    from common import sass as sassmod
+    out = {}
+    for k in kernels:
+        counts = sassmod.opcode_counts(sassmod.disassemble(k.cubin(LAB.build_dir, request.param)))
+        for entry, c in counts.items():
+            out[entry] = {"opcodes": dict(c), **sassmod.family_counts(c)}
+    return out
+
+
+def test_gemv_reads_the_weights_with_128_bit_loads(sass):
+    for name in GEMV:
+        for v, entry in LAB.kernel(name).entries.items():
+            if v.endswith("_vec"):
+                assert sass[entry]["LDG.128"] > 0, f"{entry}: no LDG.E.128"
+
+
+def test_gemv_scalar_entries_load_the_weights_element_by_element(sass):
+    """The scalar path is for odd N: 2- or 4-byte loads of B (it may still read A in vectors)."""
+    for name in GEMV:
+        for v, entry in LAB.kernel(name).entries.items():
+            if v.endswith("_scalar"):
+                assert sass[entry]["LDG"] > 0, entry
+
+
+def test_gemv_keeps_the_k_loop_free_of_shared_memory(sass):
+    """Shared memory only in the epilogue: one store and one load site per output sum, few barriers.
+    (Static counts cannot see the loop; a K loop through shared memory would need many more.)"""
+    for name in GEMV:
+        for entry in LAB.kernel(name).entries.values():
+            assert sass[entry]["BAR"] <= 4, f"{entry}: {sass[entry]['BAR']} BAR"
+            assert sass[entry]["LDGSTS"] == 0 and sass[entry]["LDSM"] == 0, entry
+
+
+def test_the_tensor_core_gemv_uses_mma_m16n8k16_and_byte_permutes(sass):
+    for entry in LAB.kernel("gemv_fp16_tc").entries.values():
+        ops = sass[entry]["opcodes"]
+        assert ops.get("HMMA.16816.F32", 0) > 0, f"{entry}: {ops}"
+        assert sum(n for op, n in ops.items() if op.startswith("PRMT")) > 0, entry
+    assert sass["gemv_fp16_tc_vec"]["LDG.128"] > 0
+
+
+def test_gemv_fp16_on_ffma_never_touches_the_tensor_cores(sass):
+    for entry in LAB.kernel("gemv_fp16").entries.values():
+        assert sass[entry]["HMMA"] == 0 and sass[entry]["FFMA"] > 0, entry
+
+
+def test_splitk_fp32_is_the_ffma_tile_with_128_bit_shared_loads(sass):
+    for entry in LAB.kernel("splitk_fp32").entries.values():
+        assert sass[entry]["FFMA"] >= 512 and sass[entry]["LDS.128"] > 0, entry
+    assert sass["splitk_fp32_vec"]["LDG.128"] > 0
+    assert sass["splitk_fp32_vec"]["opcodes"].get("STG.E.128", 0) > 0
+
+
+def test_splitk_fp16_copies_with_cp_async_and_multiplies_on_tensor_cores(sass):
+    assert sass["splitk_fp16_vec"]["LDGSTS"] > 0 and sass["splitk_fp16_vec"]["DEPBAR"] > 0
+    assert sass["splitk_fp16_scalar"]["LDGSTS"] == 0
+    for entry in LAB.kernel("splitk_fp16").entries.values():
+        assert sass[entry]["HMMA"] > 0, entry
+
+
+@pytest.mark.parametrize("entry", ["splitk_fp32_reduce", "splitk_fp16_reduce"])
+def test_the_reduce_is_loads_and_adds_without_barriers_or_atomics(sass, entry):
+    ops = sass[entry]["opcodes"]
+    assert sass[entry]["BAR"] == 0
+    assert not any(op.startswith(("RED", "ATOM")) for op in ops), f"{entry}: {ops}"
+    assert ops.get("FADD", 0) > 0, entry
+
+
+def test_no_kernel_touches_local_memory(sass):
+    for entry, c in sass.items():
+        assert c["LDL/STL"] == 0, f"{entry}: {c['LDL/STL']} LDL/STL"

@@ -1,0 +1,96 @@
+"""Lab 7d on the GPU: every kernel against the float64 reference on the shapes decode and split-K make
+awkward (M = 1, 2, 3, 15, 16, 17; odd N and K), split-K bitwise repeatable, the dispatcher correct on
+every class of the sweep's shapes. Outputs are poisoned with NaN (an element never written fails)."""
+import numpy as np
+import pytest
+
+from common import sweep
+from common.testing import gpu_cases, lab_of, needs_gpu
+
+LAB = lab_of(__file__)
+DISPATCH = LAB.module("dispatch")
+LAUNCH = LAB.module("launch")
+
+MS = [1, 2, 3, 15, 16, 17]
+# (N, K): aligned, odd N, odd K, both odd, a single column, N smaller than one GEMV block
+NK = [(256, 512), (257, 512), (256, 513), (129, 1001), (1, 77), (24, 4096)]
+SHAPES = [(M, N, K) for M in MS for N, K in NK] + [(1, 4096, 4096), (16, 8192, 1024), (33, 65, 9)]
+CASES, IDS = gpu_cases(LAB.own(), SHAPES)
+
+
+@needs_gpu
+@pytest.mark.parametrize("name,variant,shape", CASES, ids=IDS)
+def test_kernel_matches_float64_reference(name, variant, shape):
+    verdict = LAB.check(name, *shape, variant=variant)
+    assert verdict.ok, str(verdict)
+
+
+# Any GEMV pass width is correct for any M (gemv.cu): every entry point on the awkward Ms, the
+# scalar ones on odd N.
+GEMV_CASES = [(name, v, (M, N, K)) for name in ("gemv_fp32", "gemv_fp16") for v in LAB.kernel(name).entries
+              for M in (1, 3, 17) for N, K in ((264, 515), (129, 64))
+              if v.endswith("_scalar") or N % 8 == 0]
+
+
+@needs_gpu
+@pytest.mark.parametrize("name,variant,shape", GEMV_CASES, ids=[f"{n}-{v}-{'x'.join(map(str, s))}" for n, v, s in GEMV_CASES])
+def test_every_gemv_pass_width_is_correct_for_every_m(name, variant, shape):
+    verdict = LAB.check(name, *shape, variant=variant)
+    assert verdict.ok, str(verdict)
+
+
+SPLITS = [1, 2, 3, 7, 64, 132, 1000]          # 1000 > K tiles: the last splits are empty and write zeros
+
+
+@needs_gpu
+@pytest.mark.parametrize("splits", SPLITS)
+@pytest.mark.parametrize("name", ["splitk_fp32", "splitk_fp16"])
+@pytest.mark.parametrize("shape", [(17, 129, 4097), (128, 128, 8192), (1, 3, 1000)])
+def test_split_k_is_correct_for_any_number_of_splits(name, shape, splits):
+    k = LAUNCH.with_splits(LAB.kernel(name), splits)
+    for v, s in k.cases([shape]):
+        verdict = LAB.check(k, *s, variant=v)
+        assert verdict.ok, str(verdict)
+
+
+@needs_gpu
+@pytest.mark.parametrize("splits", [1, 5, 132])
+@pytest.mark.parametrize("name", ["splitk_fp32", "splitk_fp16"])
+def test_split_k_is_bitwise_repeatable_because_the_reduce_adds_in_split_order(name, splits):
+    """No atomics: the same inputs give the same bits on every run. The second run reuses the first's
+    workspace (launch.py keeps it per shape), so a split that failed to rewrite its partial would show."""
+    k = LAUNCH.with_splits(LAB.kernel(name), splits)
+    rng = np.random.default_rng(14)
+    A, B = LAB.random_inputs(k, 128, 128, 65536, rng)
+    first = LAB.matmul(k, A, B)
+    second = LAB.matmul(k, A, B)
+    assert np.array_equal(first.view(np.uint32), second.view(np.uint32))
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["gemv_fp32", "gemv_fp16", "gemv_fp16_tc"])
+def test_gemv_is_bitwise_repeatable(name):
+    rng = np.random.default_rng(7)
+    A, B = LAB.random_inputs(name, 16, 4096, 4096, rng)
+    assert np.array_equal(LAB.matmul(name, A, B).view(np.uint32), LAB.matmul(name, A, B).view(np.uint32))
+
+
+# One shape per class of the sweep, plus the awkward ones, in both precisions.
+CLASS_SHAPES = [shapes[0] for shapes in sweep.shape_sets(LAB).values()] + \
+               [(16, 8192, 8192), (64, 4096, 4096), (3, 4097, 515), (17, 129, 4097)]
+
+
+@needs_gpu
+@pytest.mark.parametrize("prec", ["fp32", "fp16_tensor"])
+@pytest.mark.parametrize("shape", CLASS_SHAPES, ids=["x".join(map(str, s)) for s in CLASS_SHAPES])
+def test_the_dispatcher_is_correct_on_every_class_of_shape(prec, shape):
+    verdict, choice = DISPATCH.check(prec, *shape)
+    assert verdict.ok, f"{verdict} ({choice})"
+
+
+@needs_gpu
+def test_gemm_returns_the_rule_that_fired():
+    A = np.ones((1, 64), np.float32)
+    B = np.ones((64, 128), np.float32)
+    C, choice = DISPATCH.gemm(A, B)
+    assert choice.rule == "gemv" and np.all(C == 64.0)

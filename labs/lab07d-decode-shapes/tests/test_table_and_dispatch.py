@@ -1,0 +1,126 @@
+"""The lab's table and the dispatcher's rules, checked without a GPU: the sweep's shape sets hold what
+issue 14 asks for, every rule names a row, and the dispatcher picks what the README says it picks."""
+import math
+
+import pytest
+
+from common import sweep
+from common.testing import lab_of
+
+LAB = lab_of(__file__)
+DISPATCH = LAB.module("dispatch")
+SMS = 132                          # the H200 the README's thresholds were measured on
+FP32, FP16 = "fp32", "fp16_tensor"
+
+
+def test_the_shape_sets_hold_the_issues_shapes():
+    sets = sweep.shape_sets(LAB)
+    assert set(sets) >= {"square", "decode", "skinny", "small-k", "split-k"}
+    every = {s for ss in sets.values() for s in ss}
+    wanted = {(m, n, n) for m in (1, 4, 16, 64) for n in (4096, 8192)}
+    wanted |= {(8192, 16, 8192), (128, 128, 65536), (4096, 4096, 64), (4096, 4096, 4096)}
+    assert wanted <= every, wanted - every
+
+
+def test_shapes_resolve_by_set_name_by_list_and_literally():
+    assert [s for _, s in sweep.resolve_shapes(LAB, "split-k")] == sweep.shape_sets(LAB)["split-k"]
+    got = sweep.resolve_shapes(LAB, "decode,1x4096x4096,7x9x11")
+    assert got[0] == ("decode", (1, 4096, 4096)) and got[-1] == ("given", (7, 9, 11))
+    assert len(got) == len(sweep.shape_sets(LAB)["decode"]) + 1          # each shape once
+
+
+def test_decode_is_memory_bound_and_the_square_compute_bound_on_the_roofline():
+    peak, copy = {FP32: 67.0, FP16: 990.0}, 4260.0                      # H200: TFLOP/s, GB/s
+    for p in (FP32, FP16):
+        assert sweep.bound(1, 8192, 8192, p, peak[p], copy)[0] == "memory"
+        assert sweep.bound(4096, 4096, 4096, p, peak[p], copy)[0] == "compute"
+    # at M = 1 a weight is 2 FLOP: FP16 moves 1 byte per FLOP, FP32 2
+    assert sweep.intensity(1, 8192, 8192, FP16) == pytest.approx(1.0, rel=1e-3)
+    assert sweep.intensity(1, 8192, 8192, FP32) == pytest.approx(0.5, rel=1e-3)
+    assert sweep.bytes_moved(1, 8192, 8192, FP16) == 2 * (8192 + 8192 * 8192) + 4 * 8192
+
+
+def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_shape():
+    for name, when, test, kernels in LAB.table.DISPATCH:
+        assert when and callable(test)
+        for prec, k in kernels.items():
+            assert LAB.kernel(k).precision == prec, (name, k)
+    last = LAB.table.DISPATCH[-1]
+    assert set(last[3]) == {FP32, FP16}
+
+
+@pytest.mark.parametrize("prec,shape,rule,kernel,variant", [
+    (FP32, (1, 4096, 4096), "gemv", "gemv_fp32", "m1_vec"),
+    (FP32, (3, 8192, 8192), "gemv", "gemv_fp32", "m4_vec"),
+    (FP32, (4, 4097, 4096), "gemv", "gemv_fp32", "m4_scalar"),
+    (FP16, (1, 8192, 8192), "gemv", "gemv_fp16", "m1_vec"),
+    (FP16, (2, 4096, 4096), "gemv-tc", "gemv_fp16_tc", "vec"),
+    (FP16, (16, 8192, 8192), "gemv-tc", "gemv_fp16_tc", "vec"),
+    (FP16, (16, 8191, 8192), "gemv-tc", "gemv_fp16_tc", "scalar"),
+    (FP32, (128, 128, 65536), "split-k", "splitk_fp32", "vec"),
+    (FP16, (128, 128, 65536), "split-k", "splitk_fp16", "vec"),
+    (FP32, (8192, 16, 8192), "split-k", "splitk_fp32", "vec"),
+    (FP32, (16, 4096, 4096), "split-k", "splitk_fp32", "vec"),
+    (FP16, (64, 4096, 4096), "split-k", "splitk_fp16", "vec"),
+    (FP32, (4096, 4096, 4096), "tiles", "v8", "vec"),
+    (FP16, (4096, 4096, 4096), "tiles", "t4", "vec"),
+    (FP16, (4096, 4096, 64), "tiles", "t4", "vec"),
+    (FP32, (4096, 4096, 64), "tiles", "v8", "vec"),
+    (FP32, (64, 64, 256), "tiles", "v8", "vec"),           # K too short to split
+])
+def test_the_dispatcher_picks_by_the_tables_rules(prec, shape, rule, kernel, variant):
+    c = DISPATCH.plan(prec, *shape, sms=SMS)
+    assert (c.rule, c.kernel.base_name, c.variant) == (rule, kernel, variant), str(c)
+    assert c.label.startswith(f"gemm[{rule}: {kernel}/{variant}")
+
+
+def test_split_k_gives_every_sm_a_tile_at_128x128x65536():
+    """One 128 x 128 output tile: ceil(132 / 1) = 132 splits, one per SM (the README's prediction)."""
+    c = DISPATCH.plan(FP32, 128, 128, 65536, sms=SMS)
+    assert c.splits == SMS and c.kernel.name == f"splitk_fp32[splits={SMS}]"
+    assert c.shape.tiles == 1
+
+
+def test_split_k_splits_are_ceil_sms_over_tiles_and_never_shorter_than_the_minimum():
+    k = LAB.kernel("splitk_fp32")
+    bm, bn = k.tile
+    for M, N, K in [(8192, 16, 8192), (256, 256, 32768), (16, 4096, 4096), (1, 1, 300), (128, 128, 1024)]:
+        tiles = math.ceil(M / bm) * math.ceil(N / bn)
+        want = max(1, min(math.ceil(SMS / tiles), K // LAB.table.MIN_K_PER_SPLIT))
+        assert DISPATCH.splits_for(k, M, N, K, SMS) == want
+
+
+def test_the_split_count_follows_the_gpus_sm_count():
+    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=84).splits == 84      # an RTX 4090-sized GPU
+    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=170).splits == 170
+
+
+def test_every_sweep_shape_gets_a_choice_whose_kernel_takes_it():
+    for _, shape in sweep.resolve_shapes(LAB, "all"):
+        for prec in (FP32, FP16):
+            c = DISPATCH.plan(prec, *shape, sms=SMS)
+            assert c.kernel.refusal(*shape) is None, str(c)
+            assert c.kernel.serves(c.variant, *shape)
+
+
+def test_the_sweep_times_gemv_only_at_decode_shapes_and_split_k_without_the_split_at_split_k_shapes():
+    names = lambda ladder, set_name, shape: [e["name"] for e in sweep.entries(LAB, ladder, set_name, *shape, SMS)]
+    assert names("fp16", "decode", (1, 8192, 8192)) == ["gemv_fp16", "gemv_fp16_tc", "splitk_fp16", "t4", "gemm"]
+    assert "gemv_fp32" not in names("fp32", "square", (4096, 4096, 4096))
+    assert names("fp32", "split-k", (128, 128, 65536)) == ["splitk_fp32", "v8", "splitk_fp32[splits=1]", "gemm"]
+    only = [e["name"] for e in sweep.entries(LAB, "fp32", "decode", 1, 4096, 4096, SMS, wanted=["gemm"])]
+    assert only == ["gemm"]
+
+
+def test_split_k_rows_show_their_splits_in_the_sweep():
+    labels = [e["label"] for e in sweep.entries(LAB, "fp32", "split-k", 128, 128, 65536, SMS)]
+    assert "splitk_fp32/vec (splits=132)" in labels
+    assert "splitk_fp32[splits=1]/vec" in labels
+
+
+def test_gemv_variants_pick_the_smallest_pass_that_holds_m():
+    k = LAB.kernel("gemv_fp16")
+    assert [k.variant_for(m, 64, 64) for m in (1, 2, 4, 5, 8, 9, 16, 17, 64)] == \
+        ["m1_vec", "m4_vec", "m4_vec", "m8_vec", "m8_vec", "m16_vec", "m16_vec", "m16_vec", "m16_vec"]
+    assert k.variant_for(1, 4100, 64) == "m1_scalar"        # N % 8 != 0: rows of B not 16-byte aligned
+    assert LAB.kernel("gemv_fp32").variant_for(1, 4100, 64) == "m1_vec"   # N % 4 == 0 is enough for FP32
