@@ -118,6 +118,8 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
     Raises CourseError on a compile error.
     """
     src, out = Path(src), Path(out)
+    if not src.exists():
+        raise CourseError(f"{src} does not exist", hint="the lab's table (lab.py) names a kernel file that is not there")
     defines = dict(defines or {})
     include_dirs = [str(d) for d in include_dirs]
     meta = out.with_suffix(".json")

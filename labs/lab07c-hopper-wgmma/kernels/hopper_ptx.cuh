@@ -1,0 +1,287 @@
+// hopper_ptx.cuh: the Hopper (sm_90a) instructions the h-rungs use, one small wrapper each.
+//
+//   smem_addr(p)                         generic pointer -> 32-bit shared-window address
+//   sw128_desc(addr, lbo, sbo)           a wgmma shared-memory matrix descriptor, 128-byte swizzle
+//   desc_k_major(addr), desc_mn_major(addr, panel_bytes)   the two kinds of operand used here
+//   wgmma_fence / _commit / _wait<N>     wgmma.fence, commit_group, wait_group N
+//   keep_in_regs(acc)                    an empty asm that pins accumulators across wgmma_wait
+//   wgmma_f16<N>(acc, da, db, scale_d)   wgmma.mma_async m64nNk16 f32 += f16 (A K-major, B MN-major)
+//   wgmma_tf32<N>(acc, da, db, scale_d)  wgmma.mma_async m64nNk8  f32 += tf32 (A and B K-major)
+//   fence_proxy_async()                  generic-proxy smem writes -> visible to wgmma / TMA
+//   mbar_init / _arrive / _arrive_tx / _wait(parity)     mbarrier.* on a shared uint64_t
+//   tma_load_2d(dst, map, x, y, bar)     cp.async.bulk.tensor.2d, completion on an mbarrier
+//   setmaxnreg_inc<R> / _dec<R>          move registers between warpgroups (warp specialization)
+//   cluster_ctarank / cluster_id_x / nclusters_x / cluster_sync, mbar_arrive_cluster(bar, rank),
+//   tma_load_2d_multicast(dst, map, x, y, bar, mask)     thread-block clusters (h5)
+//
+// Only sm_90a has these (wgmma and setmaxnreg are "a" features): build with
+//   -gencode arch=compute_90a,code=sm_90a
+//
+// The 128-byte swizzle, once (everything else in this lab refers here). A shared tile whose rows
+// are 128 bytes (64 halves or 32 floats) is stored so that the 16-byte chunk c of row r lands in
+// chunk c ^ (r % 8) of that row: eight consecutive rows form a 1024-byte "swizzle atom", and
+// reading one 16-byte column chunk down eight rows touches all 32 banks. TMA writes this layout
+// when the tensor map says CU_TENSOR_MAP_SWIZZLE_128B; the wgmma descriptor's layout type 1 reads
+// it; h1 writes it by hand. The XOR uses address bits [4,7) ^ [7,10), so every tile must start on
+// a 1024-byte boundary.
+//
+// The descriptor (PTX ISA, "matrix descriptor"): bits [0,14) start address >> 4, [16,30) leading
+// byte offset (LBO) >> 4, [32,46) stride byte offset (SBO) >> 4, [62,64) layout (1 = 128B swizzle).
+//   K-major operand (K contiguous; A here, and B in the TF32 rung): a k-slice of the 128-byte rows.
+//     SBO = 1024, the step between 8-row groups; LBO unused (1) since one instruction's K (32 bytes)
+//     never leaves a row. The k-th 16-deep slice starts 32 * k bytes into the row: the hardware
+//     applies the XOR to the address it forms, so advancing the start address is enough.
+//   MN-major operand (N contiguous: row-major B, K x N): atoms of 64 N-values x 8 K-rows.
+//     SBO = 1024, the step between 8-deep K groups; LBO = the step between 64-wide N panels
+//     (each panel is a separate TMA box of BK rows x 128 bytes, so LBO = BK * 128). The k-th
+//     16-deep slice starts 16 rows = 2048 bytes further on.
+#pragma once
+#include <cuda.h>          // CUtensorMap
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return (uint64_t)((addr & 0x3FFFF) >> 4)
+         | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16
+         | (uint64_t)((sbo & 0x3FFFF) >> 4) << 32
+         | (uint64_t)1 << 62;
+}
+
+// The two descriptors the rungs use (SBO = 1024: 8 rows of 128 bytes make one swizzle atom).
+// K-major: LBO unused (one instruction's K never leaves a 128-byte row); 16 by convention.
+__device__ __forceinline__ uint64_t desc_k_major(uint32_t addr) { return sw128_desc(addr, 16, 1024); }
+// MN-major: LBO = bytes from one 64-wide (128-byte) MN panel to the next.
+__device__ __forceinline__ uint64_t desc_mn_major(uint32_t addr, uint32_t panel_bytes) {
+#ifdef HOPPER_TEST_MN_SWAP          // round-1 test only: the two strides the other way round
+    return sw128_desc(addr, 1024, panel_bytes);
+#else
+    return sw128_desc(addr, panel_bytes, 1024);
+#endif
+}
+
+// ---- wgmma bookkeeping --------------------------------------------------------------------------
+// wgmma_fence: registers written before it (the accumulators, zeroed) are seen by the next wgmma.
+// commit: closes a group of issued wgmmas. wait<N>: until at most N groups are still running.
+__device__ __forceinline__ void wgmma_fence()  { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait()   { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
+
+// The compiler does not know that a wgmma in flight is still writing the accumulators: this empty
+// asm, after wgmma_wait, tells it each register was just produced, so no read moves above the wait.
+template <int R>
+__device__ __forceinline__ void keep_in_regs(float (&acc)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(acc[i]) :: "memory");
+}
+
+// Writes by ordinary stores or cp.async land in the "generic proxy"; wgmma and TMA read through
+// the "async proxy". This fence, before the barrier that publishes the data, orders the two.
+__device__ __forceinline__ void fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// ---- mbarrier -----------------------------------------------------------------------------------
+__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_fence_init() {     // make the inits visible to TMA (async proxy)
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_addr(bar)) : "memory");
+}
+// One arrival plus "expect `bytes` more bytes from TMA before this phase completes".
+__device__ __forceinline__ void mbar_arrive_tx(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+// Wait until the phase with this parity has completed (phases alternate 0, 1, 0, ...).
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+    asm volatile(
+        "{\n.reg .pred done;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT_%=;\n}\n"
+        :: "r"(smem_addr(bar)), "r"(parity) : "memory");
+}
+
+// ---- TMA ----------------------------------------------------------------------------------------
+// One box of the tensor map, whose corner is element (x = column, y = row), into shared memory at
+// dst; the bytes count against `bar`'s expected transaction. Out-of-bounds parts are zero-filled.
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3}], [%4];\n"
+        :: "r"(smem_addr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
+        : "memory");
+}
+
+// ---- register reallocation between warpgroups ------------------------------------------------------
+template <int R> __device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R)); }
+template <int R> __device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(R)); }
+
+// ---- wgmma.mma_async --------------------------------------------------------------------------------
+// One warpgroup (128 threads) computes a 64 x N tile: D (f32, N/2 registers a thread) = A . B + D
+// (scale_d = 1) or A . B (scale_d = 0). A and B come from shared memory through descriptors.
+// Immediates after the predicate: scale-a = 1, scale-b = 1 (no negation), and for f16 tnsp-a = 0
+// (A is K-major) and tnsp-b = 1 (B is MN-major: row-major K x N). TF32 has no transpose: both
+// operands must be K-major. Register d[j] of thread t holds row 16 (t / 32) + (t % 32) / 4 +
+// 8 ((j / 2) % 2), column 8 (j / 4) + 2 (t % 4) + j % 2 (mma.sync's C fragment, N / 8 times).
+// The operand lists are spelled out because inline PTX has no loops.
+__device__ __forceinline__ void wgmma_m64n64k16_f16_tnspB(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "%32, %33, p, 1, 1, 0, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_m64n128k16_f16_tnspB(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "%64, %65, p, 1, 1, 0, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_m64n256k16_f16_tnspB(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+        "%128, %129, p, 1, 1, 0, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_m64n128k8_tf32(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "%64, %65, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+        "%128, %129, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+template <int N>
+__device__ __forceinline__ void wgmma_f16(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
+    static_assert(N == 64 || N == 128 || N == 256, "wgmma_f16: N is 64, 128 or 256 here");
+    if constexpr (N == 64) wgmma_m64n64k16_f16_tnspB(d, da, db, scale_d);
+    else if constexpr (N == 128) wgmma_m64n128k16_f16_tnspB(d, da, db, scale_d);
+    else wgmma_m64n256k16_f16_tnspB(d, da, db, scale_d);
+}
+template <int N>
+__device__ __forceinline__ void wgmma_tf32(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
+    static_assert(N == 128 || N == 256, "wgmma_tf32: N is 128 or 256 here");
+    if constexpr (N == 128) wgmma_m64n128k8_tf32(d, da, db, scale_d);
+    else wgmma_m64n256k8_tf32(d, da, db, scale_d);
+}
+
+// ---- epilogue -----------------------------------------------------------------------------------
+__device__ __forceinline__ void store_c2(float* p, float v0, float v1) {
+#ifdef HOPPER_TEST_STREAMING_C          // round-3 A/B test only: st.global.cs (evict-first)
+    __stcs(reinterpret_cast<float2*>(p), make_float2(v0, v1));
+#else
+    *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+#endif
+}
+
+// A warpgroup's 64 x WN accumulator tile -> C (row-major M x N, FP32) at (row0, col0), predicated
+// on the matrix edges; float2 stores when N is even (then every pair is 8-byte aligned).
+template <int WN>
+__device__ __forceinline__ void store_acc_64xN(const float (&acc)[WN / 2], float* C, int M, int N,
+                                               int row0, int col0, int tid_in_wg) {
+    const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+    const int r = row0 + warp * 16 + lane / 4;
+    const bool pairs = (N % 2) == 0;
+#ifndef HOPPER_TEST_GUARDED_EPILOGUE   // round-3 A/B test only
+    if (pairs && row0 + 64 <= M && col0 + WN <= N) {         // interior tile: no guards at all
+        float* p = C + (size_t)r * N + col0 + (lane % 4) * 2;
+#pragma unroll
+        for (int i = 0; i < WN / 8; ++i) {
+            store_c2(p + i * 8, acc[4 * i], acc[4 * i + 1]);
+            store_c2(p + (size_t)8 * N + i * 8, acc[4 * i + 2], acc[4 * i + 3]);
+        }
+        return;
+    }
+#endif
+#pragma unroll
+    for (int i = 0; i < WN / 8; ++i) {
+        const int c = col0 + i * 8 + (lane % 4) * 2;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int rr = r + 8 * h;
+            if (rr >= M) continue;
+            const float v0 = acc[4 * i + 2 * h], v1 = acc[4 * i + 2 * h + 1];
+            float* p = C + (size_t)rr * N + c;
+            if (pairs && c + 1 < N) {
+                store_c2(p, v0, v1);
+            } else {
+                if (c < N) p[0] = v0;
+                if (c + 1 < N) p[1] = v1;
+            }
+        }
+    }
+}
+
+// ---- clusters (h5) ------------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ uint32_t cluster_id_x() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ uint32_t nclusters_x() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
+    return r;
+}
+// Every thread of every block of the cluster: arrive, then wait for all (release / acquire).
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// Arrive on the mbarrier at the same shared-memory offset in block `rank` of the cluster. Default
+// (.release.cta) semantics: the arrival only says "my wgmmas stopped reading this stage", it
+// publishes no data, so no .cluster-scope release (that one costs a MEMBAR.ALL.GPU per arrival).
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t rank) {
+    asm volatile(
+        "{\n.reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
+        :: "r"(smem_addr(bar)), "r"(rank) : "memory");
+}
+// tma_load_2d into the same shared offset of every block in `mask` (bit i: cluster rank i); each
+// destination block's mbarrier at `bar`'s offset receives the bytes written there.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int x, int y,
+                                                      uint64_t* bar, uint16_t mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%2, %3}], [%4], %5;\n"
+        :: "r"(smem_addr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar)),
+           "h"(mask)
+        : "memory");
+}

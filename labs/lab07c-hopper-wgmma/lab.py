@@ -1,0 +1,67 @@
+"""Lab 7c, Hopper: wgmma, TMA, mbarriers and warp specialization, FP16 and TF32 at cuBLAS speed on
+an H100 / H200. The lab's table: data (common/lab.py says how every target reads it).
+
+Every row is built for sm_90a only (wgmma and setmaxnreg exist only there): on an sm_90 GPU the
+course builds and runs them for sm_90a, on any other GPU they are skipped, saying why. Each rung's
+tile parameters live in its .cu file; the rows say what the source cannot: entry points, shape
+rules, how a TMA kernel is launched (launch.py: tensor maps, persistent grids, clusters), the claim.
+"""
+from common.kernels import Kernel
+from common.lab import load
+from common.precision import TF32_TRUNCATED
+
+from .launch import tf32_persistent, tma_clusters, tma_grid, tma_persistent
+
+TITLE = "Lab 7c, Hopper: wgmma, TMA, mbarriers, warp specialization (sm_90a)"
+SHORT = "lab07c"
+
+HOPPER = ("sm_90a",)
+
+# TMA describes A with a row pitch of K elements, which must be a multiple of 16 bytes.
+K_MULTIPLE_OF_8 = (lambda M, N, K: K % 8 == 0,
+                   "K to be a multiple of 8 (A is read by TMA, whose row pitch, K halves, must be a multiple of 16 bytes)")
+K_MULTIPLE_OF_4 = (lambda M, N, K: K % 4 == 0,
+                   "K to be a multiple of 4 (A is read by TMA, whose row pitch, K floats, must be a multiple of 16 bytes)")
+
+
+def _tma(name, source, entry, hook, title, claim):
+    return Kernel(name, source, {"": entry}, "fp16_tensor", archs=HOPPER, rules=(K_MULTIPLE_OF_8,),
+                  launch_hook=hook, title=title, claim=claim)
+
+
+FP16 = [
+    Kernel("h1", "h1_wgmma_cp_async.cu", {"": "hgemm_h1_wgmma"}, "fp16_tensor", archs=HOPPER,
+           title="wgmma m64n128k16 from swizzled shared memory, one warpgroup, cp.async loads",
+           claim="the tensor core reads both operands from shared memory by descriptor: no ldmatrix, "
+                 "no fragments; any M, N, K (guarded loads where K or N is not a multiple of 8)"),
+    _tma("h2", "h2_tma_mbarrier.cu", "hgemm_h2_tma", tma_grid,
+         "h1 + TMA loads (one thread, one instruction per box) into a 4-stage mbarrier pipeline",
+         "the copy engine swizzles, zero-fills the edges and counts bytes on an mbarrier; "
+         "one wgmma group stays in flight across tiles"),
+    _tma("h3", "h3_warp_specialized.cu", "hgemm_h3_ws", tma_grid,
+         "h2 split into a TMA producer warpgroup and two consumer warpgroups, setmaxnreg",
+         "FULL and EMPTY mbarriers per stage replace the block barrier: no __syncthreads in the main loop"),
+    _tma("h4", "h4_persistent.cu", "hgemm_h4_persistent", tma_persistent,
+         "h3 persistent (one block per SM), rasterized tile order, 128 x 256 tiles (m64n256k16)",
+         "the producer fills the next tile's stages while the consumers store this one; "
+         "GROUP tile rows per band keep A and B panels in L2"),
+    _tma("h5", "h5_cluster_multicast.cu", "hgemm_h5_cluster", tma_clusters,
+         "h4 in 2-block clusters that share each B tile by TMA multicast",
+         "a third less L2-to-SM traffic per block, paid for with cross-block mbarrier arrivals"),
+]
+
+TF32 = [
+    # the tensor core reads the top 19 bits of each FP32 input (no cvt.rna in the kernel): truncation
+    Kernel("h4_tf32", "h4_tf32.cu", {"": "sgemm_h4_tf32"}, "tf32_tensor", archs=HOPPER, rules=(K_MULTIPLE_OF_4,),
+           launch_hook=tf32_persistent, input_roundoff=TF32_TRUNCATED,
+           title="h4's design on TF32 wgmma (m64n256k8), B transposed on the device first",
+           claim="TF32 wgmma reads only K-major operands: each call transposes B (counted in its time), "
+                 "then runs h4's persistent warp-specialized GEMM"),
+]
+
+# lab 7's best mma.sync kernel in the same table: what wgmma is worth over it on the same GPU
+LAB7 = load("lab07-matmul-registers")
+LADDERS = {"fp16": [LAB7.kernel("t4")] + FP16, "tf32": TF32}
+BENCH_SIZES = [2048, 4096, 8192]
+SELFCHECK_SHAPES = [(1, 1, 8), (127, 129, 136), (129, 127, 64), (1000, 3, 520), (300, 520, 1000), (256, 256, 256)]
+SANITIZE_SHAPES = [(127, 129, 136), (300, 520, 1000)]

@@ -1,0 +1,150 @@
+"""What lab 7c claims about its compiled code, checked without a GPU: every rung builds for sm_90a (and
+for nothing else) without spills, ptxas never serializes a wgmma, and each rung's one idea is
+visible in SASS (static counts: an instruction in a loop counts once). Also the table's own
+promises: a clear refusal on a GPU that is not Hopper, and on a K that TMA cannot describe."""
+import re
+
+import pytest
+
+from common import targets
+from common.build import ALL_ARCHS
+from common.errors import CourseError
+from common.lab import check_shape
+from common.sass import disassemble, kernel_listing
+from common.testing import build_for_every_arch, lab_of, needs_cuobjdump
+
+LAB = lab_of(__file__)
+FP16 = ["h1", "h2", "h3", "h4", "h5"]
+RUNGS = FP16 + ["h4_tf32"]
+TMA = RUNGS[1:]                      # every rung from h2 on loads by TMA through mbarriers
+SPECIALIZED = ["h3", "h4", "h5", "h4_tf32"]
+# ptxas's "wgmma ... serialized" performance warnings: with one, ptxas waits after every wgmma (4x slower)
+SERIALIZED = re.compile(r"C75(09|10|11)|wgmma[^\n]*serializ", re.I)
+
+
+def test_the_table_has_every_rung_and_lab_7s_t4_to_compare():
+    assert [k.name for k in LAB.ladders["fp16"]] == ["t4"] + FP16
+    assert [k.name for k in LAB.ladders["tf32"]] == ["h4_tf32"]
+    assert LAB.kernel("t4").lab == "lab07-matmul-registers"
+    assert [k.name for k in LAB.own()] == RUNGS
+
+
+def test_every_rung_is_built_for_sm_90a_and_for_no_other_architecture():
+    for name in RUNGS:
+        k = LAB.kernel(name)
+        assert LAB.build_arch(k, "sm_90") == "sm_90a", name
+        for arch in ALL_ARCHS:
+            if arch != "sm_90":
+                assert LAB.build_arch(k, arch) is None, f"{name} would be built for {arch}"
+
+
+def test_every_rung_builds_for_sm_90a_without_spills():
+    res = build_for_every_arch(LAB)
+    assert sorted(res) == sorted((name, "sm_90a") for name in RUNGS)
+    for (name, arch), entries in res.items():
+        for entry, r in entries.items():
+            assert r["spill_stores"] == r["spill_loads"] == r["stack"] == 0, f"{entry} on {arch}: {r}"
+
+
+def test_ptxas_never_serializes_a_wgmma():
+    """C7509-C7511: ptxas could not prove the wgmma pipeline safe and inserted a wait after each one."""
+    build_for_every_arch(LAB)
+    for name in RUNGS:
+        k = LAB.kernel(name)
+        log = k.cubin(LAB.build_dir, "sm_90a").with_suffix(".ptxas.log")
+        assert log.exists(), f"{log} is missing: common/build.py writes it beside every cubin"
+        bad = [line for line in log.read_text().splitlines() if SERIALIZED.search(line)]
+        assert not bad, f"{name}: " + "\n".join(bad)
+
+
+@pytest.fixture(scope="module")
+def sass():
+    needs_cuobjdump()
+    return {c["kernel"]: c for c in targets.sass_counts(LAB, "sm_90", LAB.own()).values()}
+
+
+@pytest.fixture(scope="module")
+def listings():
+    """Full SASS lines per rung: the opcode counts drop wgmma's lower-case shape (64x256x16)."""
+    needs_cuobjdump()
+    out = {}
+    for name in RUNGS:
+        k = LAB.kernel(name)
+        text = disassemble(k.cubin(LAB.build_dir, "sm_90a"))
+        out[name] = kernel_listing(text, k.entries[""])
+    return out
+
+
+def count(sass, name, prefix):
+    return sum(n for op, n in sass[name]["opcodes"].items() if op.startswith(prefix))
+
+
+def test_every_rung_multiplies_with_wgmma_and_never_with_mma_sync(sass):
+    for name in RUNGS:
+        assert count(sass, name, "HGMMA") > 0, f"{name}: no HGMMA"
+        assert sass[name]["HMMA"] == 0 and sass[name]["LDSM"] == 0, f"{name}: mma.sync or ldmatrix"
+        assert count(sass, name, "WARPGROUP.ARRIVE") > 0, f"{name}: no wgmma.fence"
+
+
+def test_fp16_rungs_multiply_fp16_and_the_tf32_rung_tf32(listings):
+    for name in FP16:
+        hg = [line for line in listings[name] if "HGMMA" in line]
+        assert hg and all("x16" in line and "TF32" not in line for line in hg), f"{name}: {hg[:2]}"
+    hg = [line for line in listings["h4_tf32"] if "HGMMA" in line]
+    assert hg and all(".TF32" in line and "x8" in line for line in hg), hg[:2]
+
+
+def test_the_tile_grows_to_m64n256_from_h4_on(listings):
+    for name in ["h1", "h2", "h3"]:
+        assert any("HGMMA.64x128x16" in line for line in listings[name]), name
+    for name in ["h4", "h5", "h4_tf32"]:
+        assert any("HGMMA.64x256x" in line for line in listings[name]), name
+
+
+def test_h1_copies_with_cp_async_and_tma_loads_from_h2_on(sass):
+    assert sass["h1"]["LDGSTS"] > 0 and count(sass, "h1", "UTMALDG") == 0
+    for name in TMA:
+        assert count(sass, name, "UTMALDG") > 0, f"{name}: no TMA load"
+        assert sass[name]["LDGSTS"] == 0, f"{name}: still cp.async"
+
+
+def test_mbarriers_from_h2_on(sass):
+    assert count(sass, "h1", "SYNCS") == 0
+    for name in TMA:
+        assert count(sass, name, "SYNCS.ARRIVE.TRANS64") > 0, f"{name}: no mbarrier arrive"
+        assert count(sass, name, "SYNCS.PHASECHK") > 0, f"{name}: no mbarrier wait"
+
+
+def test_warp_specialized_rungs_move_registers_with_setmaxnreg(sass):
+    for name in ["h1", "h2"]:
+        assert count(sass, name, "USETMAXREG") == 0, name
+    for name in SPECIALIZED:
+        assert count(sass, name, "USETMAXREG.DEALLOC") > 0 and count(sass, name, "USETMAXREG.TRY_ALLOC") > 0, name
+
+
+def test_h5_multicasts_b_across_its_cluster(sass):
+    assert sass["h5"]["opcodes"].get("UTMALDG.2D.MULTICAST", 0) > 0
+    assert count(sass, "h5", "UCGABAR") > 0                      # the cluster barriers
+    for name in ["h2", "h3", "h4", "h4_tf32"]:
+        assert sass[name]["opcodes"].get("UTMALDG.2D.MULTICAST", 0) == 0, name
+
+
+def test_no_rung_touches_local_memory(sass):
+    for name, c in sass.items():
+        assert c["LDL/STL"] == 0, f"{name}: {c['LDL/STL']} LDL/STL"
+
+
+def test_a_gpu_that_is_not_hopper_gets_a_clear_refusal(monkeypatch):
+    monkeypatch.setattr(LAB, "gpu_arch", lambda: "sm_86")
+    for name in RUNGS:
+        with pytest.raises(CourseError) as e:
+            LAB.launcher(name, 256, 256, 256)
+        assert "sm_90a" in e.value.message and "sm_86" in e.value.message, e.value.message
+        assert e.value.hint
+
+
+def test_a_k_that_tma_cannot_describe_is_refused_in_words():
+    for name in TMA:
+        with pytest.raises(CourseError, match="multiple of"):
+            check_shape(LAB.kernel(name), 128, 128, 100 if name != "h4_tf32" else 102)
+    assert check_shape(LAB.kernel("h1"), 77, 67, 45) == (77, 67, 45)   # h1's guarded loads take any K
