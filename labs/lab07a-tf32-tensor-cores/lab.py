@@ -10,6 +10,7 @@ from common.lab import load
 from common.precision import TF32_ROUNDED, TF32_TRUNCATED
 from common.targets import Tuning
 
+from .models import BANK_ACCESSES, BANK_MAIN_LOOPS  # noqa: F401  (the bank model's data)
 from .tuning import candidates, reason_illegal
 
 TITLE = "Lab 7a, TF32 tensor cores: seven rungs to cuBLAS"
@@ -21,9 +22,9 @@ def _vec4(M, N, K):       # float4 rows: every row of A, B and C starts 16-byte 
 
 
 def _rounding(tiling):
-    """k2..k7 round each operand with cvt.rna.tf32.f32 when TF32_RNA = 1 (the default), else the tensor
+    """k2..k7 round each operand to the nearest TF32 when TF32_ROUND = 1 (the default), else the tensor
     core drops the low 13 mantissa bits: the error bound per input doubles (common/precision.py)."""
-    return TF32_ROUNDED if tiling.value("TF32_RNA") else TF32_TRUNCATED
+    return TF32_ROUNDED if tiling.has("TF32_ROUND") and tiling.value("TF32_ROUND") else TF32_TRUNCATED
 
 
 def _row(name, source, title, claim, roundoff=_rounding):

@@ -36,7 +36,7 @@ def test_alpha_and_beta(name, variant, shape, alpha, beta):
 
 @needs_gpu
 def test_the_truncating_build_passes_its_own_looser_bound():
-    k = LAB.kernel("k7").with_params(TF32_RNA=0)
+    k = LAB.kernel("k7").with_params(TF32_ROUND=0)
     assert k.roundoff == 2.0 ** -10
     verdict = LAB.check(k, 257, 129, 513)
     assert verdict.ok, str(verdict)
