@@ -21,7 +21,7 @@ from pathlib import Path
 from .errors import CourseError
 
 _FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
-_INSN = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(@!?U?P[T0-9]\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
+_INSN = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(@!?U?P[T0-9]\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
 _NEVER = "@!PT"      # ptxas pads with never-executed placeholders such as `@!PT LDS RZ, [RZ]`: not counted
 
 
@@ -72,6 +72,11 @@ COLUMNS = {
     "LDSM": lambda op: _base(op) == "LDSM",
     "LDGSTS": lambda op: _base(op) == "LDGSTS",
     "DEPBAR": lambda op: _base(op) == "DEPBAR",
+    "HGMMA": lambda op: _base(op) == "HGMMA",          # wgmma (sm_90a): HGMMA.64x256x16.F32 ...
+    "UTMALDG": lambda op: _base(op) == "UTMALDG",      # TMA loads (cp.async.bulk.tensor)
+    "SYNCS": lambda op: _base(op) == "SYNCS",          # mbarrier arrive / wait
+    "STG.64": lambda op: _base(op) == "STG" and "64" in _mods(op),
+    "STG.128": lambda op: _base(op) == "STG" and "128" in _mods(op),
 }
 
 
