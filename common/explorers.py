@@ -11,6 +11,7 @@ Fragments
     FAMILIES                         "m16n8k16" (FP16) and "m16n8k8" (TF32): the A, B, C fragment names
     lane_text(lane, family), fragment_figure(lane, family)   which elements a lane holds, where
     ldmatrix_text(lane), ldmatrix_figure(lane)   which row address a lane supplies, what it receives
+    ldmatrix_tf32_text(lane)         ldmatrix .b16 on FP32 data: the TF32 A fragment, and why not B
     wmma_vs_mma(layout)              WMMA as measured (fragments.wmma_layout_from_probe) against the
                                      mma.sync fragments that cover the same 16x16 tile: rows
     wmma_figure(layout, lane)        the measured WMMA layout, the lane's elements highlighted
@@ -246,6 +247,26 @@ def ldmatrix_text(lane):
                                             for (l, reg, half), (r, c) in sorted(got.items()) if l == lane))
     return "\n".join(lines)
 
+
+
+def ldmatrix_tf32_text(lane):
+    """ldmatrix.x4 .b16 on a 16x8 FP32 A tile (TF32 operands kept as FP32): the row address lane
+    `lane` supplies, the four 32-bit values it receives, and whether they are its m16n8k8 TF32 A
+    fragment; then why the B fragment cannot be loaded so (with or without .trans)."""
+    r, c = fragments.ldmatrix_tf32_a_x4_address(lane)
+    got = fragments.simulate_ldmatrix_b32(fragments.ldmatrix_tf32_a_x4_address, 4)
+    want = {reg: (row, col) for reg, _, row, col in fragments.mma_m16n8k8_tf32_a(lane)}
+    lines = [f"lane {lane}: supplies &As[{r}][{c}] (row {lane % 8} of matrix {lane // 8}: 4 FP32 values = 8 halves)",
+             "  receives " + ", ".join(f"r{reg} = A[{got[(lane, reg)][0]}][{got[(lane, reg)][1]}]" for reg in range(4))
+             + "  (the mma's a0..a3: " + ", ".join(f"A[{want[reg][0]}][{want[reg][1]}]" for reg in range(4)) + ")"]
+    bad = fragments.ldmatrix_b32_mismatches(fragments.ldmatrix_tf32_a_x4_address)
+    lines.append(f"  all 32 lanes: {'every register is the mma A fragment' if not bad else f'{len(bad)} mismatches'}")
+    b_rows = lambda l: (l % 8, 4 * ((l // 8) % 2))       # Bs[k][n] rows: k = l % 8, n group (l / 8) % 2
+    for trans in (False, True):
+        bad = fragments.ldmatrix_b32_mismatches(b_rows, "m16n8k8.tf32.b", 2, trans)
+        lines.append(f"B (Bs[k][n], FP32) by ldmatrix.x2{'.trans' if trans else ''}: {len(bad)} of 64 registers wrong; "
+                     f"e.g. {bad[0] if bad else '-'}")
+    return "\n".join(lines)
 
 def _supplier_tile(shape, address, num):
     """A tile whose cells show the lane whose row address covers them (-1: nobody)."""

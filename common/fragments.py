@@ -14,6 +14,10 @@
     simulate_ldmatrix(row_start, num, trans) -> {(lane, reg, half): (tile_row, tile_col)}
     ldmatrix_a_x4_address(lane), ldmatrix_b_x2_trans_address(lane), ldmatrix_b_x2_address(lane)
                                              the standard addressing of A and B tiles (tile row, col)
+    simulate_ldmatrix_b32(row_start, num, trans) -> {(lane, reg): (row, col) or None}   ldmatrix .b16 on
+                                             32-bit data (TF32 kept as FP32): None = halves of two values
+    ldmatrix_tf32_a_x4_address(lane)         lane l -> (l % 16, (l / 16) * 4): the m16n8k8 TF32 A fragment
+    ldmatrix_b32_mismatches(address, fragment, num, trans) -> lines where it differs from the mma's
     GPU probe (kernels/probe_fragments.cu in lab 7; the lab's GPU test runs it, these compare).
     PROBE_SIZES / PROBE_DTYPES: each entry point's output length and type; one warp, one launch.
     check_ldmatrix_probe(words), check_mma_f16_probe(words), check_mma_tf32_probe(words)
@@ -193,6 +197,51 @@ def ldmatrix_b_x2_address(lane):
     """Standard .x2 addressing of B stored N-major (Bs[n][k], k contiguous): lane l -> &Bs[l%8][((l/8)%2)*8]."""
     return lane % 8, ((lane // 8) % 2) * 8
 
+
+
+# ldmatrix .b16 on 32-bit data (TF32 operands kept as FP32 in shared memory): a 16-byte row is 4
+# 32-bit values, and the two halves a lane receives in one register are 2c and 2c+1 of the row, i.e.
+# both halves of value c. Without .trans every register is one whole 32-bit value; with .trans a
+# register's halves come from two different rows: half of one value and half of another.
+
+def simulate_ldmatrix_b32(row_start, num, trans=False):
+    """What an ldmatrix .b16 delivers when lane l's row address points at 32-bit element
+    row_start(l) = (tile_row, tile_col) and the row's 4 values are tile_col .. tile_col+3.
+    Returns {(lane, reg): (tile_row, tile_col)} for a register that holds one whole 32-bit value,
+    or None where its two halves come from different values (.trans on 32-bit data)."""
+    halves = simulate_ldmatrix(lambda l: (row_start(l)[0], 2 * row_start(l)[1]), num, trans)
+    out = {}
+    for lane in range(32):
+        for reg in range(num):
+            (r0, c0), (r1, c1) = halves[(lane, reg, 0)], halves[(lane, reg, 1)]
+            whole = r0 == r1 and c0 % 2 == 0 and c1 == c0 + 1
+            out[(lane, reg)] = (r0, c0 // 2) if whole else None
+    return out
+
+
+def ldmatrix_tf32_a_x4_address(lane):
+    """The .x4 addressing that makes ldmatrix .b16 deliver the m16n8k8 TF32 A fragment of a 16x8
+    row-major FP32 tile: lane l -> &As[l % 16][(l / 16) * 4] (matrices: rows 0-7 | 8-15 of k 0-3,
+    then of k 4-7, the order of a0, a1, a2, a3)."""
+    return lane % 16, (lane // 16) * 4
+
+
+def ldmatrix_b32_mismatches(address, fragment="m16n8k8.tf32.a", num=4, trans=False):
+    """Lines, one per register that differs from the mma fragment, when ldmatrix .b16 with the given
+    addressing loads a 32-bit operand tile; [] means the addressing delivers the fragment."""
+    fn, _ = _fragment(fragment)
+    got = simulate_ldmatrix_b32(address, num, trans)
+    bad = []
+    for lane in range(32):
+        for reg, _half, row, col in fn(lane):
+            if (lane, reg) not in got:
+                bad.append(f"lane {lane} r{reg}: an .x{num} loads no register {reg}")
+                continue
+            have = got[(lane, reg)]
+            if have != (row, col):
+                bad.append(f"lane {lane} r{reg}: gets {'two halves of different values' if have is None else f'[{have[0]}][{have[1]}]'}, "
+                           f"the mma wants [{row}][{col}]")
+    return bad
 
 # ---------------------------------------------------------------------------------------------
 # The GPU probe: output layouts of kernels/probe_fragments.cu, and the comparisons

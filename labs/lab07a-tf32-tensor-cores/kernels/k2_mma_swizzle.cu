@@ -78,6 +78,7 @@ static_assert((BK * BN / 4) % THREADS == 0, "k2: the B tile's float4 groups must
 static_assert(MI * NJ * 4 <= 160, "k2: more than 160 accumulators per lane cannot stay in 255 registers");
 static_assert(SMEM_BYTES <= 48 * 1024, "k2: one buffer of A and B should stay within the default 48 KB");
 
+// BEGIN SOLUTION k2-swizzle: a_off(m, k) and b_off(k, n), the float offsets of A[m][k] and B[k][n] in the XOR-swizzled tiles
 __device__ __forceinline__ int a_off(int m, int k)
 {
     return m * BK + ((((k >> 2) ^ ((m / A_SWZ_DIV) & A_SWZ_MASK))) << 2) + (k & 3);
@@ -86,6 +87,7 @@ __device__ __forceinline__ int b_off(int k, int n)
 {
     return k * BN + (n ^ ((k & 3) << 3));
 }
+// END SOLUTION k2-swizzle
 
 extern __shared__ __align__(128) float smem[];
 

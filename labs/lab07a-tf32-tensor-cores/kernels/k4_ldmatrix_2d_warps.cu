@@ -188,9 +188,11 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
             uint32_t a[MI][4], b[NJ][2];
 #pragma unroll
             for (int i = 0; i < MI; ++i) {
+                // BEGIN SOLUTION k4-ldmatrix-a: the shared address this lane gives ldmatrix_x4 for A fragment i (which row, which float4 group), and the call
                 // lane l points at row l % 16 of the fragment, float4 group l / 16 of this k8 step
                 const int m = wm0 + i * 16 + (lane % 16);
                 ldmatrix_x4(a[i], smem_u32(as + a_off(m, kk + (lane / 16) * 4)));
+                // END SOLUTION k4-ldmatrix-a
 #pragma unroll
                 for (int r = 0; r < 4; ++r) a[i][r] = tf32_operand(__uint_as_float(a[i][r]));
             }

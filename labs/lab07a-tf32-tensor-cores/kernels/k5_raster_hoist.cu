@@ -18,7 +18,8 @@
 //    are each read by 8 to 16 resident blocks. The launch grid stays (ceil(N/BN), ceil(M/BM)).
 // 2. Hoisted address arithmetic. Every A copy of a thread has the same column and swizzle, rows
 //    A_ROW_STEP apart; every B copy the same column, k-rows B_ROW_STEP apart: one shared offset and one
-//    global pointer each, computed once. The A ldmatrix address of lane l is a per-lane row base plus
+//    global pointer each, computed once; a tile wholly inside A and B then costs one pointer add and
+//    one cp.async per chunk, no guards (edge tiles keep the predicated copies). The A ldmatrix address of lane l is a per-lane row base plus
 //    ((kk / 4) ^ a_x) * 16 bytes with a lane constant a_x; the B fragment column wn0 + 8j + g sits at
 //    wn0 + 8 (j ^ t) + g, 4 per-lane offsets (j % 4). The main loop then adds constants to registers.
 //

@@ -17,6 +17,10 @@
 // 2. The stage bookkeeping is a mask toggle instead of "tile index % STAGES": read and write stage
 //    advance as s = (s + 1) & (STAGES - 1), which for the worklog's STAGES = 2 is s ^= 1. STAGES must
 //    therefore be a power of two.
+// 3. (knob, COPY_SPREAD) With the loop unrolled, the next tile's cp.async need not all go out right
+//    after the barrier, where every warp issues them at once while the tensor pipe idles: part
+//    kk / 8 of the copies (chunk i goes in part i % COPY_SPREAD) is issued behind the HMMAs of step kk.
+//    COPY_SPREAD = 1 is the worklog's placement.
 // Everything else is k6: 2-D warp tiles, ldmatrix A fragments, swizzled tiles, cp.async pipeline,
 // GROUP rasterization, float2 (STG.E.64) stores of the accumulators.
 //
