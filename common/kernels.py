@@ -99,16 +99,21 @@ class Kernel:
         return "alpha" in self.args and "beta" in self.args
 
     def with_params(self, **params):
-        """This kernel rebuilt with other parameters: v7.with_params(BK=8) is 'v7[BK8]'."""
+        """This kernel rebuilt with other parameters: v7.with_params(BK=8) is 'v7[BK8]'. Parameters
+        equal to the file's defaults are left out of the name (and the defaults alone are the row)."""
         if not params:
             return self
-        unknown = [p for p in params if p not in self.tiling.constants.tunable]
+        tunable = self.tiling.constants.tunable
+        unknown = [p for p in params if p not in tunable]
         if unknown:
             raise CourseError(f"{self.name} has no parameter {', '.join(unknown)}",
-                              hint=f"its parameters: {', '.join(self.tiling.constants.tunable) or 'none'}")
-        merged = {**self.defines, **params}
-        tag = "_".join(f"{k}{v}" for k, v in merged.items())
+                              hint=f"its parameters: {', '.join(tunable) or 'none'}")
+        defaults = Tiling.of(self.path).params
+        merged = {k: v for k, v in {**self.defines, **params}.items() if str(v) != str(defaults.get(k))}
         base = self.name.split("[")[0]
+        if not merged:
+            return replace(self, name=base, defines={}, tag="")
+        tag = "_".join(f"{k}{v}" for k, v in merged.items())
         return replace(self, name=f"{base}[{tag}]", defines=merged, tag=tag)
 
     @property

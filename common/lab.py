@@ -58,7 +58,12 @@ class Lab:
             pkg.__path__ = [str(self.dir)]
             pkg.__file__ = str(self.dir / "__init__.py")
             sys.modules[self.package] = pkg
-        self.table = importlib.import_module(f"{self.package}.lab")
+        try:
+            self.table = importlib.import_module(f"{self.package}.lab")
+        except (ImportError, SyntaxError, NameError, AttributeError) as e:
+            raise CourseError(f"{table_file} could not be loaded: {type(e).__name__}: {e}",
+                              hint="the lab's table (or a module it imports) has an error; python -c "
+                                   f"'import common.lab as l; l.load(\"{self.dir}\")' shows the traceback") from e
         self.name = self.dir.name
         self.title = getattr(self.table, "TITLE", self.name)
         self.short = getattr(self.table, "SHORT", self.name.split("-")[0])

@@ -3,9 +3,9 @@
 //
 // C = alpha * A * B + beta * C, row-major FP32, A is M x K, B is K x N, C is M x N, any M, N, K >= 1.
 // With beta == 0, C is never read (it may hold NaN).
-// Launch: 1D block of THREADS = (BM/WM)*(BN/WN)*32 threads (128 by default),
+// Launch: 1D block of THREADS = (BM/WM)*(BN/WN)*32 threads (256 by default),
 //         grid = (ceil(N / BN), ceil(M / BM), 1), SMEM_BYTES of DYNAMIC shared memory
-//         (48 KB by default; above 48 KB the launcher raises the per-kernel limit first).
+//         (36 KB by default; above 48 KB the launcher raises the per-kernel limit first).
 // Two entry points from one template, as in v6 and v7:
 //   sgemm_v8_vec     only when K % 4 == 0 and N % 4 == 0 (the rule of v6/v7; this kernel itself
 //                    needs only N % 4 == 0): B copied in 16-byte cp.async chunks, C written as float4.
@@ -31,14 +31,15 @@
 //    consecutive floats of one A row, i.e. 4 values of k. Keeping A k-contiguous would turn the
 //    2 LDS.128 per k of A into 8 scalar LDS (or cost 4x the operand registers). So v8 copies A
 //    with 4-byte cp.async (cp.async.ca ... 4), one float each, scattered into the transposed tile:
-//    BM*BK/THREADS = 16 LDGSTS per thread per tile instead of 4, against 2048 FFMA: under 1 % more
-//    instructions, and the inner loop is v7's. This is also what cuBLAS's own SGEMM on this GPU
+//    BM*BK/THREADS LDGSTS per thread per tile (4 against 1024 FFMA for the default tile, 16
+//    against 2048 for v7's) instead of a quarter of that: under 1 % more instructions, and the
+//    inner loop is v7's. This is also what cuBLAS's own SGEMM on this GPU
 //    does (cutlass_80_simt_sgemm_..._align1: 4-byte copies). B keeps v7's layout, Bs[k][n], and
 //    is copied in 16-byte chunks (sgemm_v8_vec) or 4-byte ones (sgemm_v8_scalar).
 //    ACOPY = 1 is the other scheme: A transposed through registers, as v7 with V7_PREFETCH does
 //    (LDG.128 of tile t+1 issued when tile t starts, 4 STS.32 per group before tile t's last
 //    step), B still by cp.async. A then has only one tile in flight, and A_VEC float4 registers
-//    more (4 for the default tile), but its shared-memory stores are plain conflict-free STS
+//    more (1 for the default tile, 4 for v7's), but its shared-memory stores are plain conflict-free STS
 //    instead of 4-byte LDGSTS that gather from 4 rows of A.
 //
 // 2. Register double buffering (REGDB = 1): the operands of step k+1 (regM, regN) are loaded
@@ -77,6 +78,8 @@
 //    wavefronts per k, 2 per LDS.128. Shared memory serves one wavefront per clock per SM, and
 //    4 warps (one per scheduler) issue their 128 FFMA of a step in 128 clocks: 80 of those
 //    clocks are operand reads with v7's layout, 48 with LANEMAP = 1, before the copies' share.
+//    Where the shared-memory pipe is not what limits the kernel, fewer wavefronts buy nothing;
+//    the default is the tuner's pick (LANEMAP = 0), LANEMAP = 1 the layout to try where it is.
 //    A thread's TM = 8 rows are two groups of 4, 32 rows apart (LANES_M * 4), not 8 consecutive
 //    rows as in v7: then the lanes of a phase read consecutive chunks, inside one aligned group
 //    of 8 that the XOR permutes, and group 1 is group 0's address plus an immediate.
@@ -94,19 +97,24 @@
 // 7. Epilogue: C = alpha * acc + beta * C with float4 loads and stores (sgemm_v8_vec), per-element
 //    otherwise; beta == 0 skips the loads of C.
 //
-// Tiles and threads: v7's (BM = BN = 128, BK = 16, 4 warps of 64 x 64, 8 x 4 lanes x 8 x 16 per
-// lane in WNITER = 4 strips); STAGES = 3 makes 48 KB per block, 2 blocks per SM. The tuner
-// (scratch space.py / make tune) overrides any parameter with -DNAME=value; the static_asserts
-// say which combinations are legal.
+// Tiles and threads (defaults: the best configuration of the tuning sweep on the H200). Warp and
+// lane tiles are v7's: warps of 64 x 64, a lane owns 8 x 16 outputs in WNITER = 4 strips. The
+// block is 128 x 256, 2 x 4 warps, 256 threads: with 128 accumulators per thread the register
+// file holds one such block of 8 warps per SM, the same 8 warps as two of v7's 128 x 128 blocks, but each A value
+// copied to shared memory feeds 4 warps instead of 2, so a warp issues half the 4-byte A copies
+// per FFMA. BK = 8 keeps the unrolled main loop short; STAGES = 3 is 36 KB. v7's block is
+// -DBN=128 -DBK=16. The tuner overrides any parameter with -DNAME=value; the static_asserts say
+// which combinations are legal.
 //
-// What to look for in SASS, per tile of BK = 16: 2048 FFMA; 96 LDS.128 (2 of A + 4 of B per k),
-// no scalar LDS and no STS in the main loop; 16 LDGSTS.E (A, 4 bytes) and 4 LDGSTS.E.BYPASS.128 (B,
-// sgemm_v8_vec) or 16 LDGSTS.E (sgemm_v8_scalar); LDGDEPBAR per commit, DEPBAR.LE SB0, 0x1 for
-// wait_group(STAGES - 2) (STAGES = 3); one BAR.SYNC; no LDL/STL. In the epilogue LDG.E.128 and
-// STG.E.128 (vec). In ncu: l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld 0;
-// l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld / smsp__inst_executed_op_shared_ld about 2
-// (LANEMAP = 1; 3.33 with LANEMAP = 0, as v7); smsp__inst_executed_op_ldgsts.sum = 20 per warp
-// per tile (sgemm_v8_vec). The 4-byte A copies also show in
+// What to look for in SASS, per tile of BK = 8 (default): 1024 FFMA; 48 LDS.128 (2 of A + 4 of B
+// per k), no scalar LDS and no STS in the main loop; 4 LDGSTS.E (A, 4 bytes) and 2
+// LDGSTS.E.BYPASS.128 (B, sgemm_v8_vec) or 8 LDGSTS.E (sgemm_v8_scalar); LDGDEPBAR per commit,
+// DEPBAR.LE SB0, 0x1 for wait_group(STAGES - 2) (STAGES = 3); one BAR.SYNC; no LDL/STL. In the
+// epilogue LDG.E.128 and STG.E.128 (vec). ptxas puts never-executed `@!PT LDS RZ, [RZ]`
+// placeholders before each group of LDGSTS (as in t3): they are not loads. In ncu: l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld
+// 0; l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld / smsp__inst_executed_op_shared_ld 3.33
+// with LANEMAP = 0 (as v7), about 2 with LANEMAP = 1; smsp__inst_executed_op_ldgsts.sum = 6 per
+// warp per tile (sgemm_v8_vec). The 4-byte A copies also show in
 // l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts even with the swizzle (a warp's copy
 // gathers 4 rows of A); SWIZZLE = 0, APAD = 0 raises that count by the 8-way store conflicts.
 
@@ -119,10 +127,10 @@
 #define BM 128      // block tile rows: 2 warp tiles of WM = 64; As rows of 128 floats start at bank 0
 #endif
 #ifndef BN
-#define BN 128      // block tile columns: 2 warp tiles of WN = 64; a Bs row is 512 bytes
+#define BN 256      // block tile columns: 4 warp tiles of WN = 64; each A value feeds 4 warps
 #endif
 #ifndef BK
-#define BK 16       // K-slice per tile: a multiple of 8 (8 lanes copy 8 consecutive k of one A row)
+#define BK 8        // K-slice per tile: a multiple of 8 (8 lanes copy 8 consecutive k of one A row)
 #endif
 #ifndef WM
 #define WM 64       // warp tile rows: 8 lane rows x TM; a square warp tile minimizes reads per k
@@ -140,7 +148,7 @@
 #define TN 4        // thread tile columns per strip: one LDS.128 of Bs row k per strip
 #endif
 #ifndef STAGES
-#define STAGES 3    // shared buffers: 2 tiles in flight while one is computed; 48 KB per block
+#define STAGES 3    // shared buffers: 2 tiles in flight while one is computed; 36 KB per block
 #endif
 #ifndef GROUP
 #define GROUP 8     // block rows walked together by the rasterization; 1 = launch order (off)
@@ -158,10 +166,10 @@
 #define ACOPY 0     // A's way into As: 0: 4-byte cp.async (STAGES deep); 1: LDG.128 + 4 STS (1 ahead)
 #endif
 #ifndef FMAORDER
-#define FMAORDER 0  // order of a step's FFMAs in the source: 0: row-major (v7), 1: column-major
+#define FMAORDER 1  // order of a step's FFMAs in the source: 0: row-major (v7), 1: column-major
 #endif
 #ifndef LANEMAP
-#define LANEMAP 1   // 1: lane pairs share B columns and A rows (LDS.128 phases merge); 0: v7's lanes
+#define LANEMAP 0   // 1: lane pairs share B columns and A rows (LDS.128 phases merge); 0: v7's lanes
 #endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)                                   // threads per block
@@ -181,7 +189,7 @@ constexpr int A_LD = BM + APAD;                // row length of As (floats)
 constexpr int A_STAGE = BK * A_LD;             // floats per A buffer
 constexpr int B_STAGE = BK * BN;               // floats per B buffer
 constexpr int A_WARPS = THREADS / 32;          // warps of the block (each copies whole chunks of A)
-constexpr int A_CPER = v8_div(8, A_WARPS);      // chunks of one group of 8 a warp copies (2)
+constexpr int A_CPER = v8_div(8, A_WARPS);      // chunks of one group of 8 a warp copies (1 with 8 warps)
 constexpr int A_GROUPS8 = BM / 32;             // groups of 8 chunks (32 rows) down the A tile
 constexpr int A_PER_THREAD = v8_div(BM * BK, THREADS);     // 4-byte copies of A per thread per tile
 constexpr int A_RB = v8_div(BM / 16, A_WARPS);             // ACOPY = 1: 16-row blocks per warp
