@@ -43,7 +43,8 @@ from .roofline import attainable
 
 BASELINE = "cuBLAS"
 COPY_BYTES = 1 << 30
-TIMING = "CUDA events, 3 warm-ups, median of 10-50 repetitions, L2 flushed before each"
+TIMING = ("CUDA events, interleaved: each repetition runs cuBLAS and every entry once in a random order, "
+          "L2 flushed before each; 2 warm-up rounds, median of 10-50 repetitions")
 
 
 # --- shapes and bytes ------------------------------------------------------------------------
@@ -159,61 +160,32 @@ def entries(lab, ladder, set_name, M, N, K, sms, wanted=None):
 
 
 class ShapeMeasurer:
-    """cuBLAS, the L2 flusher and fresh inputs per shape; rows(...) times cuBLAS of the ladder's
-    precision and each entry at M x N x K and checks each after its timing loop."""
+    """The bench's Measurer (common/targets.py: interleaved timing, one output buffer each, checked
+    after the timing) at any M x N x K, and the sweep's columns: bound, bytes moved, GB/s, % of copy."""
 
     def __init__(self, lab, facts, copy_gbs):
-        from .cublas import Cublas
-        from .timing import L2Flusher
-        self.lab, self.facts, self.copy_gbs = lab, facts, copy_gbs
-        self.blas = Cublas()
-        self.flusher = L2Flusher(facts["l2_bytes"])
-        self.rng = np.random.default_rng()
+        from .targets import Measurer
+        self.m, self.lab, self.facts, self.copy_gbs = Measurer(lab, facts), lab, facts, copy_gbs
+        self.blas = self.m.blas
 
     def rows(self, ladder, shape_entries, M, N, K, set_name="", progress=None, budget_s=0.5):
-        import pycuda.driver as cuda
-        from .timing import time_gpu
-        lab, prec = self.lab, self.lab.ladder_precision(ladder)
+        prec = self.lab.ladder_precision(ladder)
         peak = prec.peak(self.facts["peaks"])
         which, roof = bound(M, N, K, prec, peak, self.copy_gbs)
         moved, flops = bytes_moved(M, N, K, prec), 2.0 * M * N * K
-        A, B = prec.random_inputs(M, N, K, self.rng)
-        ref, abs_ref = checking.reference(*prec.reference_inputs(A, B))
-        a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
-        Cout = np.empty((M, N), np.float32)
-        todo = [{"name": BASELINE, "kernel": None, "variant": "", "rule": None,
-                 "label": f"{BASELINE} ({prec.baseline})"}] + list(shape_entries)
-        out, cublas_ms = [], None
-        try:
-            for e in todo:
-                if progress:
-                    progress(e["label"])
-                k = e["kernel"]
-                if k is None:
-                    call = prec.cublas(self.blas)
-                    run = (lambda call=call: call(M, N, K, a, b, c))
-                    tol = prec.tolerance(K, abs_ref)
-                else:
-                    launch = lab.launcher(k, M, N, K, e["variant"])
-                    run = (lambda launch=launch: launch(a, b, c))
-                    tol = k.prec.tolerance(K, abs_ref, k.roundoff)
-                cuda.memset_d32(c, checking.NAN_BITS, M * N)
-                t = time_gpu(run, self.flusher, budget_s=budget_s)
-                cuda.memcpy_dtoh(Cout, c)          # the result of the last timed repetition
-                v = checking.compare(Cout, ref, tol, label=f"{e['label']} {M}x{N}x{K}")
-                if k is None:
-                    cublas_ms = t.median_ms
-                gbs = moved / (t.median_ms * 1e-3) / 1e9
-                out.append({"ladder": ladder, "set": set_name, "shape": f"{M}x{N}x{K}", "M": M, "N": N, "K": K,
-                            "kernel": e["name"], "label": e["label"], "variant": e["variant"], "rule": e["rule"],
-                            **t.as_dict(), "tflops": t.tflops(flops), "bound": which, "roof_tflops": roof,
-                            "intensity": flops / moved, "bytes": moved, "gbs": gbs,
-                            "pct_of_copy": 100 * gbs / self.copy_gbs if which == "memory" else None,
-                            "pct_of_peak": 100 * t.tflops(flops) / peak if peak else None,
-                            "pct_of_cublas": 100 * cublas_ms / t.median_ms, "check": str(v), "check_ok": v.ok,
-                            **({"params": k.tiling.params} if k is not None and k.tag else {})})
-        finally:
-            a.free(); b.free(); c.free()
+        out = []
+        for e, t, v, cublas_ms in self.m.measure(prec, list(shape_entries), M, N, K, progress, budget_s=budget_s):
+            k = e["kernel"]
+            gbs = moved / (t.median_ms * 1e-3) / 1e9
+            out.append({"ladder": ladder, "set": set_name, "shape": f"{M}x{N}x{K}", "M": M, "N": N, "K": K,
+                        "kernel": e["name"], "label": e.get("label", f"{BASELINE} ({prec.baseline})"),
+                        "variant": e["variant"], "rule": e.get("rule"),
+                        **t.as_dict(), "tflops": t.tflops(flops), "bound": which, "roof_tflops": roof,
+                        "intensity": flops / moved, "bytes": moved, "gbs": gbs,
+                        "pct_of_copy": 100 * gbs / self.copy_gbs if which == "memory" else None,
+                        "pct_of_peak": 100 * t.tflops(flops) / peak if peak else None,
+                        "pct_of_cublas": 100 * cublas_ms / t.median_ms, "check": str(v), "check_ok": v.ok,
+                        **({"params": k.tiling.params} if k is not None and k.tag else {})})
         return out
 
 

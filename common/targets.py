@@ -168,52 +168,75 @@ class Measurer:
         self.flusher = L2Flusher(facts["l2_bytes"])
         self.rng = np.random.default_rng()
 
-    def rows(self, ladder, kernels, n, extra_baselines=(), progress=None, deadline=None, budget_s=1.0):
-        """Results of one ladder at M = N = K = n (cuBLAS, extra baselines, kernels), as dicts.
-        With a deadline (time.monotonic()), kernels after it are left out (the tuner's budget)."""
+    def measure(self, prec, entries, M, N, K, progress=None, deadline=None, budget_s=1.0, group=None):
+        """[(entry, Timing, Verdict, cuBLAS ms)] for cuBLAS of `prec` and each entry ({"name", "kernel",
+        "variant"}; kernel None = a cuBLAS call of entry["precision"]), timed interleaved (common.timing
+        says why), each with its own output buffer, poisoned first and checked after the timing against
+        the float64 reference. With `group`, entries are timed `group` at a time, each group with cuBLAS
+        again, and with a deadline (time.monotonic()) the groups after it are left out."""
         import time
         import pycuda.driver as cuda
-        from .timing import time_gpu
-        lab, prec = self.lab, self.lab.ladder_precision(ladder)
-        peak = prec.peak(self.facts["peaks"])
-        M = N = K = n
-        flops = 2.0 * M * N * K
+        from .timing import time_interleaved
+        lab = self.lab
         A, B = prec.random_inputs(M, N, K, self.rng)
         ref, abs_ref = checking.reference(*prec.reference_inputs(A, B))
-        a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
-        Cout = np.empty((M, N), np.float32)
-        out, cublas_ms = [], None
-        rows = [(BASELINE, None, prec)] + [(precision(x).baseline, None, precision(x))
-                                           for x in extra_baselines] + [(k.name, k, k.prec) for k in kernels]
+        a, b = cuda.to_device(A), cuda.to_device(B)
+        base = {"name": BASELINE, "kernel": None, "variant": "", "precision": prec}
+        entries = list(entries)
+        group = group or max(len(entries), 1)
+        out, Cout, cs = [], np.empty((M, N), np.float32), {}
         try:
-            for i, (name, k, row_prec) in enumerate(rows):
-                if deadline is not None and k is not None and time.monotonic() > deadline:
-                    print(f"time budget spent: {len(rows) - i} candidate(s) at {n}^3 not timed")
+            for g in range(0, max(len(entries), 1), group):
+                if deadline is not None and g and time.monotonic() > deadline:
+                    print(f"time budget spent: {len(entries) - g} row(s) at {M}x{N}x{K} not timed")
                     break
-                if progress:
-                    progress(name)
-                if k is None:
-                    call = row_prec.cublas(self.blas)
-                    run = (lambda call=call: call(M, N, K, a, b, c))
-                    variant, tol = "", row_prec.tolerance(K, abs_ref)
-                else:
-                    variant = k.variant_for(M, N, K)
-                    launch = lab.launcher(k, M, N, K, variant)
-                    run = (lambda launch=launch: launch(a, b, c))
-                    tol = k.prec.tolerance(K, abs_ref, k.roundoff)
-                cuda.memset_d32(c, checking.NAN_BITS, M * N)
-                t = time_gpu(run, self.flusher, budget_s=budget_s)
-                cuda.memcpy_dtoh(Cout, c)          # the result of the last timed repetition
-                v = checking.compare(Cout, ref, tol, label=f"{name} {n}^3")
-                if name == BASELINE:
-                    cublas_ms = t.median_ms
-                tf = t.tflops(flops)
-                out.append({"ladder": ladder, "kernel": name, "variant": variant, "size": n, **t.as_dict(),
-                            "tflops": tf, "pct_of_peak": 100 * tf / peak if peak else None,
-                            "pct_of_cublas": 100 * cublas_ms / t.median_ms, "check": str(v), "check_ok": v.ok,
-                            **({"params": k.tiling.params} if k is not None and k.tag else {})})
+                chunk = list(enumerate([base] + entries[g:g + group]))     # keyed by position: names may repeat
+                runs, tols = {}, {}
+                for i, e in chunk:
+                    if progress:
+                        progress(e.get("label", e["name"]))
+                    c = cs[i] = cuda.mem_alloc(M * N * 4)
+                    cuda.memset_d32(c, checking.NAN_BITS, M * N)
+                    k = e["kernel"]
+                    if k is None:
+                        call = precision(e.get("precision", prec)).cublas(self.blas)
+                        runs[i] = (lambda call=call, c=c: call(M, N, K, a, b, c))
+                        tols[i] = precision(e.get("precision", prec)).tolerance(K, abs_ref)
+                    else:
+                        launch = lab.launcher(k, M, N, K, e["variant"])
+                        runs[i] = (lambda launch=launch, c=c: launch(a, b, c))
+                        tols[i] = k.prec.tolerance(K, abs_ref, k.roundoff)
+                timings = time_interleaved(runs, self.flusher, budget_s=budget_s)
+                for i, e in chunk[1:] if g else chunk:     # a later group's cuBLAS is for its ratios only
+                    cuda.memcpy_dtoh(Cout, cs[i])           # the result of its last timed repetition
+                    v = checking.compare(Cout, ref, tols[i], label=f"{e.get('label', e['name'])} {M}x{N}x{K}")
+                    out.append((e, timings[i], v, timings[0].median_ms))
+                for c in cs.values():
+                    c.free()
+                cs.clear()
         finally:
-            a.free(); b.free(); c.free()
+            a.free(); b.free()
+            for c in cs.values():
+                c.free()
+        return out
+
+    def rows(self, ladder, kernels, n, extra_baselines=(), progress=None, deadline=None, budget_s=1.0):
+        """The bench's result rows of one ladder at M = N = K = n: cuBLAS of the ladder's precision,
+        the extra baselines, then the kernels (measure() says how they are timed and checked)."""
+        prec = self.lab.ladder_precision(ladder)
+        peak = prec.peak(self.facts["peaks"])
+        entries = [{"name": precision(x).baseline, "kernel": None, "variant": "", "precision": precision(x)}
+                   for x in extra_baselines]
+        entries += [{"name": k.name, "kernel": k, "variant": k.variant_for(n, n, n)} for k in kernels]
+        flops = 2.0 * n ** 3
+        out = []
+        for e, t, v, cublas_ms in self.measure(prec, entries, n, n, n, progress, deadline, budget_s,
+                                               group=6 if deadline is not None else None):
+            k, tf = e["kernel"], t.tflops(flops)
+            out.append({"ladder": ladder, "kernel": e["name"], "variant": e["variant"], "size": n, **t.as_dict(),
+                        "tflops": tf, "pct_of_peak": 100 * tf / peak if peak else None,
+                        "pct_of_cublas": 100 * cublas_ms / t.median_ms, "check": str(v), "check_ok": v.ok,
+                        **({"params": k.tiling.params} if k is not None and k.tag else {})})
         return out
 
 
@@ -288,7 +311,8 @@ def bench_report(lab, results, facts, sizes, ladders, blas, failures, stem, out_
     record = {"what": stem, "lab": lab.name, "gpu": facts, "run": info, "sizes": sizes,
               "ladders": {ld: ladder_info(lab, ld, facts) for ld in ladders},
               "cublas": {"library": blas.path, "version": blas.version},
-              "timing": "CUDA events, 3 warm-ups, median of 10-50 repetitions, L2 flushed before each",
+              "timing": "CUDA events, interleaved: each repetition runs cuBLAS and every kernel once in a random "
+                        "order, L2 flushed before each; 2 warm-up rounds, median of 10-50 repetitions",
               "results": results, "failures": failures}
     print(f"\nGPU: {facts['name']} ({facts['arch']}), {facts['sms']} SMs, max {facts['sm_clock_max_mhz']:.0f} MHz, "
           f"driver {facts.get('driver', '?')}; commit {info['commit'][:10]}{' (uncommitted changes)' if info['dirty_tree'] else ''}")

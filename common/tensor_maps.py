@@ -21,6 +21,10 @@ both use the same context: import `pycuda.autoprimaryctx` first, and the calls h
 that primary context is current, see PyCUDA's allocations. The bindings are imported lazily, so
 importing this module costs nothing on a machine without them.
 
+Under compute-sanitizer, the bindings' lazy driver-symbol lookup is reported as "CUDA_ERROR_INVALID_VALUE
+on CUDA API call to cuGetProcAddress_v2" (34 times in one run here; host side): not a
+kernel error.
+
 A tensor map describes a 2-D array to the TMA unit: its base address, sizes and row pitch (the
 pitch must be a multiple of 16 bytes, the base 16-byte aligned), and the box that one
 `cp.async.bulk.tensor` copies into shared memory, with its swizzle. Elements of a box outside the

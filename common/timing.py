@@ -2,7 +2,16 @@
 
     flusher = L2Flusher(l2_bytes)      a buffer twice the L2, rewritten before every repetition
     t = time_gpu(run, flusher)         warm-up, then `reps` timed repetitions -> Timing
+    ts = time_interleaved({"cuBLAS": run0, "v8": run1}, flusher)   -> {name: Timing}: every
+                                       repetition runs each once, in a fresh random order
     t.median_ms, t.spread_pct, t.tflops(flops)
+
+Why interleave. A big GPU runs GEMMs at its power limit: its clock drops after the first few
+hundred milliseconds of back-to-back work and recovers when idle (the H200 measured 1.4-1.7 GHz
+under a sustained GEMM, 1.98 GHz idle). Timed one after another, whichever kernel comes first after a
+pause gets the higher clock: in our first H200 runs that was always cuBLAS, and a kernel level with it
+per clock looked 10-15 % slower at 8192^3. Interleaving gives every row the same thermal history, so
+the ratios to cuBLAS in one table compare like with like.
 
 Each repetition: flush L2 (outside the timed region), record start, run, record end. The
 median is reported; the spread is (p90 - p10) / median, so a noisy measurement shows itself.
@@ -76,3 +85,36 @@ def time_gpu(run, flusher=None, warmup=3, reps=None, budget_s=1.0, max_reps=50, 
         end.synchronize()
         times.append(end.time_since(start))
     return Timing(times)
+
+
+def time_interleaved(runs, flusher=None, warmup=2, reps=None, budget_s=1.0, max_reps=50, min_reps=10, seed=None):
+    """{name: Timing} for every run(): after `warmup` rounds, each repetition runs every run() once
+    in a new random order, L2 flushed before each, CUDA events around each. With reps=None the count
+    is chosen so the timed part takes about budget_s per run, between min_reps and max_reps."""
+    import random
+    import pycuda.driver as cuda
+    rng = random.Random(seed)
+    names = list(runs)
+    start, end = cuda.Event(), cuda.Event()
+
+    def once(name):
+        if flusher:
+            flusher.flush()
+        start.record()
+        runs[name]()
+        end.record()
+        end.synchronize()
+        return end.time_since(start)
+
+    warm = {n: [] for n in names}
+    for _ in range(warmup):
+        for n in rng.sample(names, len(names)):
+            warm[n].append(once(n))
+    if reps is None:
+        per = max(max(min(w) for w in warm.values()), 1e-3) * 1e-3
+        reps = int(min(max_reps, max(min_reps, budget_s / per)))
+    times = {n: [] for n in names}
+    for _ in range(reps):
+        for n in rng.sample(names, len(names)):
+            times[n].append(once(n))
+    return {n: Timing(times[n]) for n in names}

@@ -23,7 +23,7 @@ from pathlib import Path
 from common.tiling import Tiling
 
 K7 = Path(__file__).resolve().parent / "kernels" / "k7_unroll_xor_stages.cu"
-PARAMS = ("BM", "BN", "BK", "WM", "WN", "STAGES", "GROUP", "MIN_BLOCKS", "TF32_ROUND", "COPY_SPREAD")
+PARAMS = ("BM", "BN", "BK", "WM", "WN", "STAGES", "GROUP", "MIN_BLOCKS", "TF32_ROUND")
 SMEM_LIMIT = 227 * 1024          # the sm_90 opt-in maximum per block, as k7's last static_assert
 
 
@@ -74,7 +74,6 @@ def reason_illegal(params):
         (T % d["B_GROUPS"] == 0 and d["B_ROW_STEP"] % 4 == 0,
          "k7: a thread's B chunks must be a multiple of 4 k-rows apart (same swizzle: one hoisted offset)"),
         (d["MI"] * d["NJ"] * 4 <= 160, "k7: more than 160 accumulators per lane cannot stay in 255 registers"),
-        (1 <= p["COPY_SPREAD"] <= p["BK"] // 8, "k7: COPY_SPREAD must be 1 .. BK/8 (one part per k8 step)"),
         (p["MIN_BLOCKS"] >= 1 and p["MIN_BLOCKS"] * T <= 2048,
          "k7: MIN_BLOCKS resident blocks must fit an SM's 2048 threads"),
         (d["SMEM_BYTES"] <= SMEM_LIMIT, "k7: shared memory above the 227 KB a block may have on sm_90 "
@@ -106,9 +105,7 @@ def _sweep():
         if all(p[k] == DEFAULTS[k] for k in p):
             continue                            # the defaults come first, as {}
         out.append(p)
-    # the next tile's copies spread over the first k8 steps (k7's COPY_SPREAD knob) on the defaults
-    spread = [dict(COPY_SPREAD=n) for n in (2, 4) if n <= DEFAULTS["BK"] // 8]
-    return out + [dict(GROUP=16), dict(GROUP=4)] + spread
+    return out + [dict(GROUP=16), dict(GROUP=4)]
 
 
 def candidates(truncate=False):
@@ -128,4 +125,4 @@ def tag(p, prefix="k7t"):
     q = dict(DEFAULTS, **p)
     name = "%s_%dx%dx%d_%dx%d_s%d_b%d_g%d_r%d" % (prefix, q["BM"], q["BN"], q["BK"], q["WM"], q["WN"], q["STAGES"],
                                               q["MIN_BLOCKS"], q["GROUP"], q["TF32_ROUND"])
-    return name + (f"_c{q['COPY_SPREAD']}" if q["COPY_SPREAD"] != 1 else "")
+    return name

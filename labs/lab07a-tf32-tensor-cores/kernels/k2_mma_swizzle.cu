@@ -22,13 +22,16 @@
 //    n ^ ((k % 4) * 8), so the B fragment loads (rows t, columns g) do too, and STS.128 stays legal.
 // 3. The worklog's 1-D warp layout: a 128 x 128 x 16 block tile, 4 warps, each a 32 x 128 strip of C.
 //    Per k8 step a warp walks its 2 A sub-tiles (16 x 8) and, for each, all 16 B sub-tiles (8 x 8) of
-//    the strip: every B fragment is loaded (and rounded) twice, 64 LDS for 32 mma. That is the flaw
-//    the worklog kept "as a caution": little reuse per shared load. k4 fixes it with square warp tiles.
+//    the strip: the source loads (and rounds) every B fragment twice, 8 + 64 LDS for 32 mma. That is
+//    the flaw the worklog kept "as a caution": little reuse per shared load. k4 fixes it with square
+//    warp tiles. (nvcc may merge the two loads of a B fragment, same address and no store between: the
+//    strip then still needs 40 shared loads per 32 mma where k4 needs 4 LDSM + 16 LDS.)
 // Loads go global -> registers -> shared as in k1 (one buffer, two barriers per tile); k3 adds cp.async.
 //
-// SASS to look for: HMMA.1688.F32.TF32 (64 per tile per warp), LDS (8 for A + 64 for B per tile per
-// warp, all conflict-free: ncu l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld near 0), the
-// rounding instruction after each LDS, LDG.E.128 + STS.128 for the tiles, STG.E in the epilogue.
+// SASS to look for: HMMA.1688.F32.TF32 (32 per k8 step per warp), LDS per k8 step (72 as written, 40
+// if nvcc merged the B reloads; conflict-free: ncu l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld
+// near 0), the rounding (F2FP.TF32 on sm_90) after each LDS, LDG.E.128 + STS.128 for the tiles,
+// STG.E in the epilogue.
 
 #ifndef BM
 #define BM 128      // block tile rows: 4 warp strips of 32

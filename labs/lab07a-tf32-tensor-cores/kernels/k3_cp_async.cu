@@ -1,4 +1,4 @@
-// k3_cp_async.cu -- lab 7a, k3: k3 + a cp.async multi-stage pipeline
+// k3_cp_async.cu -- lab 7a, k3: k2 + a cp.async multi-stage pipeline
 //
 // C = alpha * A * B + beta * C, row-major FP32 in and out, TF32 tensor cores, FP32 accumulation.
 // Entry points (one template):
@@ -10,7 +10,7 @@
 // fragment load (sm_90+: cvt.rn.tf32.f32, sm_80..89: cvt.rna; <= 2^-11 relative), TF32_ROUND = 0
 // lets the tensor core truncate the FP32 bits (< 2^-10). See tf32_common.cuh and the lab's NOTES.
 //
-// What k3 adds over k3: the tiles travel by cp.async, global -> shared without passing registers,
+// What k3 adds over k2: the tiles travel by cp.async, global -> shared without passing registers,
 // into STAGES buffers. While the warps compute on tile kt, the copies of tiles kt+1 .. kt+STAGES-1
 // are in flight. Copies are grouped per tile (cp.async.commit_group); cp.async.wait_group STAGES-2
 // waits until tile kt has landed. The loop needs one barrier per tile:
@@ -24,10 +24,10 @@
 //
 // Edges: a 16-byte copy lies wholly inside or wholly outside the matrix (K % 4 == 0, N % 4 == 0);
 // outside ones use the zero-fill form (src-size 0: reads nothing, writes zeros). Everything else,
-// the 1-D warp strips, the swizzles and the B reloads, is k3's: k3 changes only how tiles arrive.
+// the 1-D warp strips, the swizzles and the B reloads, is k2's: k3 changes only how tiles arrive.
 //
 // SASS to look for: LDGSTS.E.BYPASS.128 (vec) or LDGSTS.E (scalar) instead of LDG + STS,
-// LDGDEPBAR per commit, DEPBAR.LE SB0 before the barrier, one BAR.SYNC per tile; the math is k3's.
+// LDGDEPBAR per commit, DEPBAR.LE SB0 before the barrier, one BAR.SYNC per tile; the math is k2's.
 
 #ifndef BM
 #define BM 128      // block tile rows: 4 warp strips of 32

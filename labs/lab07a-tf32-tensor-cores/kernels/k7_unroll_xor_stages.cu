@@ -17,10 +17,9 @@
 // 2. The stage bookkeeping is a mask toggle instead of "tile index % STAGES": read and write stage
 //    advance as s = (s + 1) & (STAGES - 1), which for the worklog's STAGES = 2 is s ^= 1. STAGES must
 //    therefore be a power of two.
-// 3. (knob, COPY_SPREAD) With the loop unrolled, the next tile's cp.async need not all go out right
-//    after the barrier, where every warp issues them at once while the tensor pipe idles: part
-//    kk / 8 of the copies (chunk i goes in part i % COPY_SPREAD) is issued behind the HMMAs of step kk.
-//    COPY_SPREAD = 1 is the worklog's placement.
+// 3. With the loop unrolled, the next tile's cp.async need not go out right after the barrier, where
+//    every warp issues them at once while the tensor pipe idles: they are issued behind the HMMAs of
+//    the first k8 step instead (one commit group per tile as before, so the wait arithmetic of k3 holds).
 // Everything else is k6: 2-D warp tiles, ldmatrix A fragments, swizzled tiles, cp.async pipeline,
 // GROUP rasterization, float2 (STG.E.64) stores of the accumulators.
 //
@@ -51,9 +50,6 @@
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1  // blocks per SM the register allocation must allow (__launch_bounds__ 2nd argument)
-#endif
-#ifndef COPY_SPREAD
-#define COPY_SPREAD 1 // next tile's copies: 1 = all right after the barrier; n = spread over k8 steps 0..n-1
 #endif
 #ifndef TF32_ROUND
 #define TF32_ROUND 1  // 1: round operands to the nearest TF32 (sm_90: one F2FP each); 0: truncate
@@ -99,7 +95,6 @@ static_assert(THREADS % A_GROUPS == 0 && A_ROW_STEP % 8 == 0,
 static_assert(THREADS % B_GROUPS == 0 && B_ROW_STEP % 4 == 0,
               "k7: a thread's B chunks must be a multiple of 4 k-rows apart (same swizzle: one hoisted offset)");
 static_assert(MI * NJ * 4 <= 160, "k7: more than 160 accumulators per lane cannot stay in 255 registers");
-static_assert(COPY_SPREAD >= 1 && COPY_SPREAD <= BK / 8, "k7: COPY_SPREAD must be 1 .. BK/8 (one part per k8 step)");
 static_assert(MIN_BLOCKS >= 1 && MIN_BLOCKS * THREADS <= 2048, "k7: MIN_BLOCKS resident blocks must fit an SM's 2048 threads");
 static_assert(SMEM_BYTES <= 227 * 1024, "k7: shared memory above the 227 KB a block may have on sm_90 "
               "(sm_86/89/120: 99 KB; the launcher checks the device)");
@@ -163,9 +158,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
 
     const int a_rowstep = A_ROW_STEP * K;       // floats between a thread's A chunks in global memory
     const int b_rowstep = B_ROW_STEP * N;       // ... and B chunks
-    // Issue part `part` (0 .. COPY_SPREAD-1) of the copies of tile kt into stage s: chunk i belongs
-    // to part i % COPY_SPREAD.
-    auto issue = [&](int s, int kt, int part) {
+    auto issue = [&](int s, int kt) {
         const int k0 = kt * BK;
         if constexpr (VEC) {
             if (inside && k0 + BK <= K) {       // interior tile: no guards, pointer + constant stride
@@ -173,30 +166,26 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
                 const float* bp = b_src + k0 * N;
 #pragma unroll
                 for (int i = 0; i < BM * BK / 4 / THREADS; ++i)
-                    if (i % COPY_SPREAD == part)
-                        cp_async_16(a_dst + (s * A_STAGE + i * A_ROW_STEP * BK) * sizeof(float), ap + i * a_rowstep, true);
+                    cp_async_16(a_dst + (s * A_STAGE + i * A_ROW_STEP * BK) * sizeof(float), ap + i * a_rowstep, true);
 #pragma unroll
                 for (int i = 0; i < BK * BN / 4 / THREADS; ++i)
-                    if (i % COPY_SPREAD == part)
-                        cp_async_16(b_dst + (s * B_STAGE + i * B_ROW_STEP * BN) * sizeof(float), bp + i * b_rowstep, true);
+                    cp_async_16(b_dst + (s * B_STAGE + i * B_ROW_STEP * BN) * sizeof(float), bp + i * b_rowstep, true);
             } else {
 #pragma unroll
                 for (int i = 0; i < BM * BK / 4 / THREADS; ++i) {
-                    if (i % COPY_SPREAD != part) continue;
                     const bool ok = bm + a_m + i * A_ROW_STEP < M && k0 + a_k < K;
                     cp_async_16(a_dst + (s * A_STAGE + i * A_ROW_STEP * BK) * sizeof(float),
                                 ok ? a_src + i * a_rowstep + k0 : A, ok);
                 }
 #pragma unroll
                 for (int i = 0; i < BK * BN / 4 / THREADS; ++i) {
-                    if (i % COPY_SPREAD != part) continue;
                     const bool ok = k0 + b_k + i * B_ROW_STEP < K && bn + b_n < N;
                     cp_async_16(b_dst + (s * B_STAGE + i * B_ROW_STEP * BN) * sizeof(float),
                                 ok ? b_src + k0 * N + i * b_rowstep : B, ok);
                 }
             }
         } else {
-            if (part != 0) return;              // any shape: element by element, guarded, all at once
+            // any shape: element by element, guarded
 #pragma unroll 4
             for (int i = 0; i < BM * BK / THREADS; ++i) {
                 const int e = tid + i * THREADS, m = e / BK, k = e % BK;
@@ -214,9 +203,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < ktiles)
-#pragma unroll
-            for (int part = 0; part < COPY_SPREAD; ++part) issue(s, s, part);
+        if (s < ktiles) issue(s, s);
         cp_async_commit();
     }
 
@@ -248,10 +235,10 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
 #pragma unroll
                 for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a[i], b);
             }
-            // part kk/8 of the next tile's copies goes out behind this step's HMMAs
-            if (kk / 8 < COPY_SPREAD) {
-                if (more) issue(ws, kt + STAGES - 1, kk / 8);
-                if (kk / 8 == COPY_SPREAD - 1) cp_async_commit();
+            // the next tile's copies go out behind the first step's HMMAs (item 3 above)
+            if (kk == 0) {
+                if (more) issue(ws, kt + STAGES - 1);
+                cp_async_commit();
             }
         }
         rs = (rs + 1) & (STAGES - 1);

@@ -74,9 +74,9 @@ static_assert(STAGES >= 2, "STAGES >= 2: at least one tile copies while one comp
 static_assert((BM * BK / 8) % THREADS == 0 && (BK * BN / 8) % THREADS == 0,
               "the 16-byte chunks of a tile divide evenly among the 128 threads");
 
-constexpr int A_TILE = BM * BK * 2;          // bytes
-constexpr int B_TILE = BK * BN * 2;
-constexpr int STAGE_BYTES = A_TILE + B_TILE;
+[[maybe_unused]] constexpr int A_TILE = BM * BK * 2;          // bytes
+[[maybe_unused]] constexpr int B_TILE = BK * BN * 2;
+[[maybe_unused]] constexpr int STAGE_BYTES = A_TILE + B_TILE;
 static_assert(A_TILE % 1024 == 0 && B_TILE % 1024 == 0, "tiles start on 1024-byte swizzle atoms");
 
 // 16 bytes (8 halves) of a row of src into shared memory at dst. `vec`: the whole chunk is in
@@ -128,6 +128,9 @@ __device__ __forceinline__ void load_tile(uint32_t base, const half* A, const ha
 extern "C" __global__ void __launch_bounds__(THREADS)
 hgemm_h1_wgmma(int M, int N, int K, const half* __restrict__ A, const half* __restrict__ B,
                float* __restrict__ C) {
+#if HOPPER_STUB
+    __trap();                                            // not an sm_90a build: see hopper_ptx.cuh
+#else
     extern __shared__ unsigned char smem_raw[];
     const uint32_t smem = (smem_addr(smem_raw) + 1023) & ~1023u;   // swizzle atoms: 1024-aligned
 
@@ -174,4 +177,5 @@ hgemm_h1_wgmma(int M, int N, int K, const half* __restrict__ A, const half* __re
 #pragma unroll
     for (int h = 0; h < BM / 64; ++h)
         store_acc_64xN<BN>(acc[h], C, M, N, m0 + h * 64, n0, threadIdx.x);
+#endif
 }

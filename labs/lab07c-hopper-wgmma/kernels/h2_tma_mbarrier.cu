@@ -62,14 +62,17 @@ static_assert(BN == 64 || BN == 128 || BN == 256, "BN is a wgmma N: 64, 128 or 2
 static_assert((BM / 64) * (BN / 2) <= 128, "accumulators must fit in registers");
 static_assert(STAGES >= 2, "STAGES >= 2");
 
-constexpr int A_TILE = BM * BK * 2;
-constexpr int B_PANEL = BK * 64 * 2;         // one 64-column panel of B: BK rows of 128 bytes
-constexpr int B_TILE = BK * BN * 2;
-constexpr int STAGE_BYTES = A_TILE + B_TILE;
+[[maybe_unused]] constexpr int A_TILE = BM * BK * 2;
+[[maybe_unused]] constexpr int B_PANEL = BK * 64 * 2;         // one 64-column panel of B: BK rows of 128 bytes
+[[maybe_unused]] constexpr int B_TILE = BK * BN * 2;
+[[maybe_unused]] constexpr int STAGE_BYTES = A_TILE + B_TILE;
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 hgemm_h2_tma(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
              const __grid_constant__ CUtensorMap tmB, float* __restrict__ C) {
+#if HOPPER_STUB
+    __trap();                                            // not an sm_90a build: see hopper_ptx.cuh
+#else
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES];
     unsigned char* smem = reinterpret_cast<unsigned char*>(
@@ -124,4 +127,5 @@ hgemm_h2_tma(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
 #pragma unroll
     for (int h = 0; h < BM / 64; ++h)
         store_acc_64xN<BN>(acc[h], C, M, N, m0 + h * 64, n0, threadIdx.x);
+#endif
 }

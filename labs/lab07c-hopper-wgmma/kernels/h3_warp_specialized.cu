@@ -67,16 +67,19 @@ static_assert(CONSUMERS == 1 || CONSUMERS == 2, "1 or 2 consumer warpgroups (reg
 static_assert(STAGES >= 2, "STAGES >= 2");
 static_assert(SMEM_BYTES <= 232448, "dynamic shared memory at most 227 KB");
 
-constexpr int MI = BM / 64 / CONSUMERS;      // m64 blocks per consumer
-constexpr int A_TILE = BM * BK * 2;
-constexpr int B_PANEL = BK * 64 * 2;
-constexpr int STAGE_BYTES = A_TILE + BK * BN * 2;
-constexpr int CONSUMER_REGS = CONSUMERS == 2 ? 232 : 240;
-constexpr int PRODUCER_REGS = 40;
+[[maybe_unused]] constexpr int MI = BM / 64 / CONSUMERS;      // m64 blocks per consumer
+[[maybe_unused]] constexpr int A_TILE = BM * BK * 2;
+[[maybe_unused]] constexpr int B_PANEL = BK * 64 * 2;
+[[maybe_unused]] constexpr int STAGE_BYTES = A_TILE + BK * BN * 2;
+[[maybe_unused]] constexpr int CONSUMER_REGS = CONSUMERS == 2 ? 232 : 240;
+[[maybe_unused]] constexpr int PRODUCER_REGS = 40;
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 hgemm_h3_ws(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
             const __grid_constant__ CUtensorMap tmB, float* __restrict__ C) {
+#if HOPPER_STUB
+    __trap();                                            // not an sm_90a build: see hopper_ptx.cuh
+#else
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     unsigned char* smem = reinterpret_cast<unsigned char*>(
@@ -141,4 +144,5 @@ hgemm_h3_ws(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
         for (int i = 0; i < MI; ++i)
             store_acc_64xN<BN>(acc[i], C, M, N, m0 + (c * MI + i) * 64, n0, tid);
     }
+#endif
 }

@@ -26,10 +26,15 @@
 //    h3's m64n128k16 reads 6 KB for half the MACs (47 per 1000). The fewer bytes per MAC, the
 //    less the tensor core waits on shared memory.
 // Tiles and why: BM x BN = 128 x 256 (two consumers of 64 x 256), BK = 64, STAGES = 4: 4 x 48 KB =
-// 192 KB of the 227 KB. GROUP = 16 tile rows per raster band (measured best of 4..32 at 8192^3).
+// 192 KB of the 227 KB. GROUP = 16 tile rows per raster band: the wave then spans about as many rows
+// of A (16 x 128) as columns of B (8 x 256), the fewest distinct bytes per k-slice.
 //
 // What to look for in SASS: as h3, with HGMMA.64x256x16.F32; the main loop between the two
 // SYNCS.PHASECHK waits has 4 HGMMA and no BAR.SYNC. ptxas must not warn C7509-C7511.
+// What to look for in ncu: sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed
+// (the tensor pipe busy: this design's ceiling), lts__throughput (L2 load), and
+// gpc__cycles_elapsed.avg.per_second: the H200 lowers its SM clock under sustained FP16 GEMM load
+// (power), so compare cycles, or interleave with the baseline when timing.
 
 #include "hopper_ptx.cuh"
 
@@ -64,12 +69,12 @@ static_assert(STAGES >= 2, "STAGES >= 2");
 static_assert(GROUP >= 1, "GROUP >= 1");
 static_assert(SMEM_BYTES <= 232448, "dynamic shared memory at most 227 KB");
 
-constexpr int MI = BM / 64 / CONSUMERS;      // m64 blocks per consumer
-constexpr int A_TILE = BM * BK * 2;
-constexpr int B_PANEL = BK * 64 * 2;
-constexpr int STAGE_BYTES = A_TILE + BK * BN * 2;
-constexpr int CONSUMER_REGS = CONSUMERS == 2 ? 232 : 240;
-constexpr int PRODUCER_REGS = 40;
+[[maybe_unused]] constexpr int MI = BM / 64 / CONSUMERS;      // m64 blocks per consumer
+[[maybe_unused]] constexpr int A_TILE = BM * BK * 2;
+[[maybe_unused]] constexpr int B_PANEL = BK * 64 * 2;
+[[maybe_unused]] constexpr int STAGE_BYTES = A_TILE + BK * BN * 2;
+[[maybe_unused]] constexpr int CONSUMER_REGS = CONSUMERS == 2 ? 232 : 240;
+[[maybe_unused]] constexpr int PRODUCER_REGS = 40;
 
 // Tile index -> (tile row, tile column): bands of GROUP tile rows, column by column within a band.
 __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
@@ -84,6 +89,9 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 hgemm_h4_persistent(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
                     const __grid_constant__ CUtensorMap tmB, float* __restrict__ C) {
+#if HOPPER_STUB
+    __trap();                                            // not an sm_90a build: see hopper_ptx.cuh
+#else
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     unsigned char* smem = reinterpret_cast<unsigned char*>(
@@ -160,4 +168,5 @@ hgemm_h4_persistent(int M, int N, int K, const __grid_constant__ CUtensorMap tmA
                 store_acc_64xN<BN>(acc[i], C, M, N, tm * BM + (c * MI + i) * 64, tn * BN, tid);
         }
     }
+#endif
 }

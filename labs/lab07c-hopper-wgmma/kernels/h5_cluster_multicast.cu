@@ -20,7 +20,9 @@
 // fetches half the B panels (2r, 2r+1) with TMA's .multicast::cluster form, which writes the box
 // into the same shared-memory offset of both blocks and signals both blocks' FULL barriers. Per
 // stage a block now pulls 16 KB of A + 16 KB of B through L2 instead of 16 + 32 KB: a third less
-// L2-to-SM traffic, which is what limited h4 at 8192^3.
+// L2-to-SM traffic. Whether that buys time depends on whether L2 was the limit: when the tensor
+// pipe is already the bottleneck (as for h4 on the H200), the same time at a lower L2 load and
+// power is what to expect; on a part or a shape where L2 bandwidth binds, multicast is the fix.
 // The price is cross-block synchronization:
 //   * FULL[s] of each block still expects the whole stage (48 KB), now from three TMA loads of
 //     which one was issued by the other block. The other block's bytes may even arrive before
@@ -41,6 +43,8 @@
 // SYNCS.ARRIVE.TRANS64.RED.A1T0 (the arrive on a cluster address, local or remote), UCGABAR_ARV /
 // UCGABAR_WAIT (the two cluster barriers), HGMMA.64x256x16.F32; no MEMBAR in the main loop (a
 // .release.cluster arrive would put a MEMBAR.ALL.GPU before each). No C7509-C7511 warnings.
+// What to look for in ncu: lts__throughput.avg.pct_of_peak_sustained_elapsed well below h4's at
+// the same sm__pipe_tensor_op_hmma_cycles_active (tensor pipe busy).
 
 #include "hopper_ptx.cuh"
 
@@ -77,12 +81,12 @@ static_assert(GROUP >= 2 && GROUP % 2 == 0, "GROUP counts tile rows in whole clu
 static_assert(BN / 64 % 2 == 0, "the B panels split evenly between the two blocks of a cluster");
 static_assert(SMEM_BYTES <= 232448, "dynamic shared memory at most 227 KB");
 
-constexpr int MI = BM / 64 / CONSUMERS;      // m64 blocks per consumer
-constexpr int A_TILE = BM * BK * 2;
-constexpr int B_PANEL = BK * 64 * 2;
-constexpr int STAGE_BYTES = A_TILE + BK * BN * 2;
-constexpr int CONSUMER_REGS = CONSUMERS == 2 ? 232 : 240;
-constexpr int PRODUCER_REGS = 40;
+[[maybe_unused]] constexpr int MI = BM / 64 / CONSUMERS;      // m64 blocks per consumer
+[[maybe_unused]] constexpr int A_TILE = BM * BK * 2;
+[[maybe_unused]] constexpr int B_PANEL = BK * 64 * 2;
+[[maybe_unused]] constexpr int STAGE_BYTES = A_TILE + BK * BN * 2;
+[[maybe_unused]] constexpr int CONSUMER_REGS = CONSUMERS == 2 ? 232 : 240;
+[[maybe_unused]] constexpr int PRODUCER_REGS = 40;
 
 // Pair index -> (pair row, tile column): bands of GROUP / 2 pair rows, column by column in a band.
 __device__ __forceinline__ void pair_coords(int pair, int pairs_m, int tiles_n, int& pm, int& tn) {
@@ -95,9 +99,12 @@ __device__ __forceinline__ void pair_coords(int pair, int pairs_m, int tiles_n, 
     tn = in_band / rows;
 }
 
-extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
+extern "C" __global__ void CLUSTER_DIMS(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 hgemm_h5_cluster(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
                  const __grid_constant__ CUtensorMap tmB, float* __restrict__ C) {
+#if HOPPER_STUB
+    __trap();                                            // not an sm_90a build: see hopper_ptx.cuh
+#else
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     unsigned char* smem = reinterpret_cast<unsigned char*>(
@@ -184,4 +191,5 @@ hgemm_h5_cluster(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
     }
     __syncwarp();                                        // the producer warp reconverges first
     cluster_sync();                                      // no arrivals may target an exited block
+#endif
 }

@@ -16,6 +16,9 @@
 //
 // Only sm_90a has these (wgmma and setmaxnreg are "a" features): build with
 //   -gencode arch=compute_90a,code=sm_90a
+// Built for any other target (sm_80 ... sm_120, or plain sm_90) HOPPER_STUB is 1 and every h-rung
+// kernel compiles to a single trap: the files build everywhere, and a launch on the wrong cubin
+// fails loudly ("unspecified launch failure") instead of computing nothing.
 //
 // The 128-byte swizzle, once (everything else in this lab refers here). A shared tile whose rows
 // are 128 bytes (64 halves or 32 floats) is stored so that the 16-byte chunk c of row r lands in
@@ -36,6 +39,17 @@
 //     (each panel is a separate TMA box of BK rows x 128 bytes, so LBO = BK * 128). The k-th
 //     16-deep slice starts 16 rows = 2048 bytes further on.
 #pragma once
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define HOPPER_STUB 1      // device pass for an architecture without wgmma / TMA / setmaxnreg
+#else
+#define HOPPER_STUB 0
+#endif
+// __cluster_dims__ (h5) exists from sm_90 on; the stubs for older targets need no cluster.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define CLUSTER_DIMS(x, y, z)
+#else
+#define CLUSTER_DIMS(x, y, z) __cluster_dims__(x, y, z)
+#endif
 #include <cuda.h>          // CUtensorMap
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -55,12 +69,9 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo, uint
 // K-major: LBO unused (one instruction's K never leaves a 128-byte row); 16 by convention.
 __device__ __forceinline__ uint64_t desc_k_major(uint32_t addr) { return sw128_desc(addr, 16, 1024); }
 // MN-major: LBO = bytes from one 64-wide (128-byte) MN panel to the next.
+// (Exchanging the two strides breaks every shape: the check fails on all of them.)
 __device__ __forceinline__ uint64_t desc_mn_major(uint32_t addr, uint32_t panel_bytes) {
-#ifdef HOPPER_TEST_MN_SWAP          // round-1 test only: the two strides the other way round
-    return sw128_desc(addr, 1024, panel_bytes);
-#else
     return sw128_desc(addr, panel_bytes, 1024);
-#endif
 }
 
 // ---- wgmma bookkeeping --------------------------------------------------------------------------
@@ -198,14 +209,6 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[N / 2], uint64_t da, uint6
 }
 
 // ---- epilogue -----------------------------------------------------------------------------------
-__device__ __forceinline__ void store_c2(float* p, float v0, float v1) {
-#ifdef HOPPER_TEST_STREAMING_C          // round-3 A/B test only: st.global.cs (evict-first)
-    __stcs(reinterpret_cast<float2*>(p), make_float2(v0, v1));
-#else
-    *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
-#endif
-}
-
 // A warpgroup's 64 x WN accumulator tile -> C (row-major M x N, FP32) at (row0, col0), predicated
 // on the matrix edges; float2 stores when N is even (then every pair is 8-byte aligned).
 template <int WN>
@@ -214,17 +217,15 @@ __device__ __forceinline__ void store_acc_64xN(const float (&acc)[WN / 2], float
     const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
     const int r = row0 + warp * 16 + lane / 4;
     const bool pairs = (N % 2) == 0;
-#ifndef HOPPER_TEST_GUARDED_EPILOGUE   // round-3 A/B test only
     if (pairs && row0 + 64 <= M && col0 + WN <= N) {         // interior tile: no guards at all
         float* p = C + (size_t)r * N + col0 + (lane % 4) * 2;
 #pragma unroll
         for (int i = 0; i < WN / 8; ++i) {
-            store_c2(p + i * 8, acc[4 * i], acc[4 * i + 1]);
-            store_c2(p + (size_t)8 * N + i * 8, acc[4 * i + 2], acc[4 * i + 3]);
+            *reinterpret_cast<float2*>(p + i * 8) = make_float2(acc[4 * i], acc[4 * i + 1]);
+            *reinterpret_cast<float2*>(p + (size_t)8 * N + i * 8) = make_float2(acc[4 * i + 2], acc[4 * i + 3]);
         }
         return;
     }
-#endif
 #pragma unroll
     for (int i = 0; i < WN / 8; ++i) {
         const int c = col0 + i * 8 + (lane % 4) * 2;
@@ -235,7 +236,7 @@ __device__ __forceinline__ void store_acc_64xN(const float (&acc)[WN / 2], float
             const float v0 = acc[4 * i + 2 * h], v1 = acc[4 * i + 2 * h + 1];
             float* p = C + (size_t)rr * N + c;
             if (pairs && c + 1 < N) {
-                store_c2(p, v0, v1);
+                *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
             } else {
                 if (c < N) p[0] = v0;
                 if (c + 1 < N) p[1] = v1;

@@ -1,8 +1,8 @@
 // gemv.cu -- lab 7d: decode's shape, a GEMV that is won or lost on bytes (chapter 8, section 8)
 //
 // C (M x N, FP32) = A (M x K) . B (K x N), row-major, FP32 accumulation, for M = 1 .. 16 (any M
-// works: blockIdx.y walks groups of BM = 16 rows). One template, two element types: the FP16 file
-// reads half the bytes of the FP32 one, and at M = 1 bytes are all that matters.
+// works: blockIdx.y walks groups of BM = 16 rows). One template, two element types: the FP16 entry
+// points read half the bytes of the FP32 ones, and at M = 1 bytes are all that matters.
 //
 // Entry points (T = fp32 / fp16, MT = rows of A per pass = 1, 4, 8, 16):
 //   gemv_<T>_m<MT>_vec      N % 4 == 0 (fp32) / N % 8 == 0 (fp16): every row of B 16-byte aligned,
@@ -12,9 +12,11 @@
 // 9.. -> m16. Any entry point is correct for any M (a block loops over its BM = 16 rows in passes of
 // MT, reading its weights once per pass), so the choice is speed only: accumulators cost MT x VEC
 // registers, and FFMAs per weight byte grow with MT.
-// Launch: 1-D block of THREADS = WARPS * 32 = 256, grid (ceil(N / BN), ceil(M / BM), 1), no dynamic shared memory.
+// Launch: 1-D block of THREADS = WARPS * 32 = 256, grid (ceil(N / BN), ceil(M / BM), 1), no dynamic
+// shared memory (static: the epilogue's per-warp partial sums).
 // Shapes: any M, N, K >= 1. A and C rows need no alignment; A is read with vector loads only when
-// K % KU == 0 (decided inside the kernel, warp-uniform), else element by element.
+// K % U == 0 (U = rows per step, see ku_for; decided inside the kernel, warp-uniform), else element
+// by element.
 //
 // The idea. Every weight is used by M outputs only, so at M = 1 the kernel does 2 FLOP per weight:
 // it is a memory copy with arithmetic on the side, and its speed is the bandwidth it reaches. Three
@@ -28,11 +30,14 @@
 //     32 KB per block), and there is no __syncthreads in the K loop that would drain them.
 //  3. The rows of A cost nothing. A thread owns KU consecutive rows of B per step, so the MT x KU
 //     values of A it needs are MT contiguous runs: one or two vector loads each (L1/L2 hits: A is
-//     small and every block reads the same A). No shared memory in the K loop at all.
+//     small and every block reads the same A). No shared memory in the K loop at all. All of a
+//     step's loads, weights and A, are issued before its first FFMA, and none sits under a branch:
+//     a load of row m under `if (m < rows)` stays in its basic block, waits for row m - 1's FFMAs,
+//     and the step then costs MT L2 latencies (rows past M read row M - 1 instead; never stored).
 // Per step a thread therefore does KU LDG.E.128 of weights, MT vector loads of A, and
 // MT x KU x VEC FFMA. At M = 16 in FP16 that is 128 FFMA per 16 weight bytes: an SM moving its
 // share of 4 TB/s (about 15 B per clock) then needs ~120 of its 128 FFMA lanes per clock, so
-// M = 16 FP16 sits at the FFMA roof, not the memory roof (tensor cores would fix that; section 8).
+// M = 16 FP16 sits at the FFMA roof, not the memory roof: for FP16 at M >= 9 use gemv_fp16_tc.cu.
 // Registers: MT x VEC accumulators + MT x KU values of A + KU x VEC weights must fit in 255, so the
 // rows per step drop with MT: KU (8) for MT <= 4, 4 for MT = 8 (and fp32 MT = 16), 2 for fp16 MT = 16.
 //
@@ -43,7 +48,7 @@
 // SASS to look for (make sass): in the _vec K loop, KU LDG.E.128 of B (fp16: also HADD2.F32 or
 // F2F-free conversions, 2 per half2), LDG.E.128 / LDG.E.64 of A, MT x KU x VEC FFMA, no BAR.SYNC,
 // no LDS/STS (shared memory appears only in the epilogue: STS, BAR.SYNC, LDS), SHFL.BFLY in the
-// epilogue, no LDL/STL. ncu: dram__bytes.sum.per_second against the copy bandwidth; the
+// epilogue, no LDL/STL. ncu: dram__bytes_read.sum per second against the copy bandwidth; the
 // long_scoreboard stall should dominate (waiting on DRAM is the job).
 
 #include <cuda_fp16.h>

@@ -41,7 +41,6 @@
 // (16), LDG.E of A (8); no LDS/STS/BAR in the loop; no LDL/STL.
 
 #include <cuda_fp16.h>
-#include <cuda_pipeline.h>
 
 #ifndef BN
 #define BN 64       // columns per block: 8 lane groups x 8 halves of one 128-bit load; fixed by the fragment
@@ -56,20 +55,13 @@
 #define KSTEPS 2    // 16-row steps per warp per loop iteration (loads issued before any mma)
 #endif
 
-#ifndef ASYNC
-#define ASYNC 0     // 0: weights through registers. S >= 2: a private ring of S steps per thread in
-#endif              // shared memory, filled by cp.async (S - 1 steps in flight; see below)
-
 #define THREADS (WARPS * 32)
-#define SMEM_BYTES (ASYNC * WARPS * 32 * 80)   // dynamic: the ring, 80 B per thread per step (0 when ASYNC = 0);
-                                               // plus 32 KB static (8 slots x BM x BN floats) for the sums
+#define SMEM_BYTES 0    // static: 8 slots x BM x BN floats = 32 KB
 
 static_assert(BN == 64, "gemv_fp16_tc: BN must be 64 (8 groups of lanes x 8 halves per 128-bit load)");
 static_assert(BM == 16, "gemv_fp16_tc: BM must be 16, the M of mma.m16n8k16");
 static_assert(WARPS % 8 == 0 && WARPS <= 32, "gemv_fp16_tc: WARPS must be 8, 16, 24 or 32 (8 shared slots)");
 static_assert(KSTEPS >= 1 && KSTEPS <= 4, "gemv_fp16_tc: KSTEPS 1 to 4 (4 x 4 registers of weights each)");
-static_assert(ASYNC == 0 || (ASYNC >= 2 && ASYNC <= 8), "gemv_fp16_tc: ASYNC is 0 (registers) or 2 to 8 ring stages");
-static_assert(SMEM_BYTES + 32 * 1024 <= 227 * 1024, "gemv_fp16_tc: ring + sums above the 227 KB a block may have (sm_90)");
 
 namespace gemv_tc {
 
@@ -162,70 +154,6 @@ __device__ __forceinline__ void k_loop(float (&acc)[8][4], const __half* __restr
     }
 }
 
-// ASYNC >= 2 (N % 8 == 0 and K % 2 == 0 only): the same steps, but every thread copies its own 4 x 16
-// bytes of weights and 4 x 4 bytes of A for a step into its private slice of a shared-memory ring with
-// cp.async, ASYNC - 1 steps ahead, and reads back only what it copied itself: no barrier, only
-// __pipeline_wait_prior. Bytes in flight are then bounded by shared memory (ASYNC x 80 B per thread),
-// not by registers. Ring layout [stage][5][THREADS] x 16 B: a warp's LDS.128 reads 512 contiguous bytes.
-template <int S>
-__device__ __forceinline__ void k_loop_async(float (&acc)[8][4], const __half* __restrict__ A,
-                                             const __half* __restrict__ B, int M, int N, int K,
-                                             int m0, int col, int warp, int g, int t, int tid)
-{
-    extern __shared__ __align__(16) uint4 ring[];
-    const __half* a_lo = A + (size_t)min(m0 + g, M - 1) * K;
-    const __half* a_hi = A + (size_t)min(m0 + g + 8, M - 1) * K;
-    const int total = (K + 15) / 16;                           // 16-row steps in K
-    const int mine = warp < total ? (total - warp + WARPS - 1) / WARPS : 0;   // this warp's steps
-    const int roff[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
-
-    auto issue = [&](int i, int st) {
-        const int kb = (warp + i * WARPS) * 16;
-        uint4* base = ring + (size_t)st * 5 * THREADS + tid;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const int r = kb + roff[j];
-            if (r < K && col < N) __pipeline_memcpy_async(base + j * THREADS, B + (size_t)r * N + col, 16);
-            else                  __pipeline_memcpy_async(base + j * THREADS, B, 16, 16);   // zero-fill
-        }
-        // A fragment words: (row g, k 2t), (row g+8, k 2t), (row g, k 2t+8), (row g+8, k 2t+8); k clamped
-        unsigned* aw = reinterpret_cast<unsigned*>(base + 4 * THREADS);
-        const int k0 = min(kb + 2 * t, K - 2), k8 = min(kb + 2 * t + 8, K - 2);
-        __pipeline_memcpy_async(aw + 0, a_lo + k0, 4);
-        __pipeline_memcpy_async(aw + 1, a_hi + k0, 4);
-        __pipeline_memcpy_async(aw + 2, a_lo + k8, 4);
-        __pipeline_memcpy_async(aw + 3, a_hi + k8, 4);
-    };
-
-#pragma unroll
-    for (int i = 0; i < S - 1; ++i) {
-        if (i < mine) issue(i, i);
-        __pipeline_commit();
-    }
-    int rd = 0, wr = S - 1;
-    for (int i = 0; i < mine; ++i) {
-        if (i + S - 1 < mine) issue(i + S - 1, wr);   // into the stage step i - 1 used
-        __pipeline_commit();
-        __pipeline_wait_prior(S - 1);                      // step i's copies (mine) have landed
-        const uint4* base = ring + (size_t)rd * 5 * THREADS + tid;
-        uint4 q[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) q[j] = base[j * THREADS];
-        const uint4 av = base[4 * THREADS];
-        const unsigned a[4] = {av.x, av.y, av.z, av.w};
-#pragma unroll
-        for (int c = 0; c < 8; ++c) {
-            const unsigned sel = (c & 1) ? 0x7632u : 0x5410u;
-            const unsigned b0 = __byte_perm(word(q[0], c / 2), word(q[1], c / 2), sel);
-            const unsigned b1 = __byte_perm(word(q[2], c / 2), word(q[3], c / 2), sel);
-            mma16816(acc[c], a, b0, b1);
-        }
-        rd = rd + 1 == S ? 0 : rd + 1;
-        wr = wr + 1 == S ? 0 : wr + 1;
-    }
-    __pipeline_wait_prior(0);
-}
-
 template <bool VEC>
 __device__ __forceinline__ void gemv_tc_body(int M, int N, int K, const __half* __restrict__ A,
                                              const __half* __restrict__ B, float* __restrict__ C)
@@ -243,14 +171,8 @@ __device__ __forceinline__ void gemv_tc_body(int M, int N, int K, const __half* 
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[c][i] = 0.0f;
 
-    bool done = false;
-    if constexpr (ASYNC >= 2 && VEC) {
-        if (K % 2 == 0) { k_loop_async<ASYNC>(acc, A, B, M, N, K, m0, col, warp, g, t, tid); done = true; }
-    }
-    if (!done) {
-        if (K % 2 == 0) k_loop<VEC, true>(acc, A, B, M, N, K, m0, col, warp, g, t);
-        else            k_loop<VEC, false>(acc, A, B, M, N, K, m0, col, warp, g, t);
-    }
+    if (K % 2 == 0) k_loop<VEC, true>(acc, A, B, M, N, K, m0, col, warp, g, t);
+    else            k_loop<VEC, false>(acc, A, B, M, N, K, m0, col, warp, g, t);
 
     // acc[c][i]: row g + 8 (i / 2), column 8 (2t + i % 2) + c of the block's 64.
 #pragma unroll
