@@ -94,7 +94,7 @@ def main(argv=None):
             return profiling.profile(lab, args)
         if args.target in profiling.TARGETS:
             return profiling.TARGETS[args.target](lab, args)
-        if args.target == "bench" and (args.shapes or args.kernel):
+        if args.target == "bench" and (args.shapes or args.kernel or lab.option("BENCH_SWEEP")):
             from . import sweep
             sweep.sweep(lab, args)
             return 0

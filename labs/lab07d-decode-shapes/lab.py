@@ -82,6 +82,7 @@ SELFCHECK_SHAPES = [(1, 1, 1), (1, 33, 17), (2, 129, 4097), (3, 8, 64), (15, 257
 # The shape sweep (common/sweep.py): `make bench SHAPES=decode`
 # ---------------------------------------------------------------------------------------------
 DECODE = [(m, n, n) for n in (4096, 8192) for m in (1, 4, 16, 64)]
+BENCH_SWEEP = True          # `make bench` here is the shape sweep (all sets; SHAPES=decode picks one)
 SHAPE_SETS = {
     "square": [(2048, 2048, 2048), (4096, 4096, 4096)],
     "decode": DECODE,                                       # a token (or 4, 16, 64) through a weight matrix
@@ -89,7 +90,7 @@ SHAPE_SETS = {
     "small-k": [(4096, 4096, 64), (4096, 4096, 256)],       # C dominates the bytes: a rank-64 update
     "split-k": [(128, 128, 65536), (256, 256, 32768)],      # M x N = one (four) tiles, K long
 }
-SHAPES_DEFAULT = "decode"
+SHAPES_DEFAULT = "all"
 
 # The shapes a row is timed at in the sweep (any shape its rules allow runs correctly, but a GEMV at
 # 4096^3 would time 256 passes over the weights and teach nothing). Rows not named: every shape.

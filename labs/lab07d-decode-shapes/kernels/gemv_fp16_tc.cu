@@ -33,7 +33,8 @@
 // Tiles: BN = 64 columns per block (8 lane groups x 8 halves: the fragment layout fixes it), 16
 // warps per block share those columns and split K (warp w takes 16-row steps w, w + 16, ...), two
 // steps per loop iteration: 8 independent 16-byte loads per thread in flight, 64 KB per block.
-// N = 4096 gives only 64 blocks (half the SMs), N = 8192 128: each SM must pull twice its share.
+// N = 4096 gives only 64 blocks (half the SMs, each pulling twice its share of the bandwidth),
+// N = 8192 gives 128.
 // Cross-warp sums in a fixed order through 8 shared slots of 16 x 64 floats: warps 0-7 store,
 // warps 8-15 add (slot w % 8), then each output is the sum of the 8 slots in order: bitwise repeatable.
 //
