@@ -112,12 +112,15 @@ SWEEP_EXTRA = {"split-k": {"fp32": [with_splits(SPLITK_FP32, 1)], "fp16": [with_
 # kernel for a precision is skipped for it. The thresholds are gpu-1.log's (H200; see the README):
 # re-derive them from `make bench SHAPES=all` on another GPU.
 MIN_K_PER_SPLIT = 256      # a split shorter than this pays its prologue, epilogue and partial tile for little
+# First match wins. The M limits follow the H200 sweep of 2026-12-01 (results/lab07d-sweep_*_7283a6f.json):
+# FP32 GEMV beats split-K up to M = 64 (16 x 8192^2: 117 % of cuBLAS against 29 %; 64 x 4096^2: 60 % against
+# 48 %); the FFMA FP16 GEMV beats the tensor-core one up to M = 4 at N = 4096 (95 % against 53 %).
 DISPATCH = [
-    ("gemv", "M <= 4 in FP32: a GEMV reads each weight once", lambda s: s.M <= 4,
+    ("gemv", "M <= 64 in FP32: a GEMV reads each weight once", lambda s: s.M <= 64,
      {"fp32": "gemv_fp32"}),
-    ("gemv", "M = 1 in FP16: a GEMV reads each weight once", lambda s: s.M == 1,
+    ("gemv", "M <= 4 in FP16: a GEMV reads each weight once", lambda s: s.M <= 4,
      {"fp16_tensor": "gemv_fp16"}),
-    ("gemv-tc", "2 <= M <= 16 in FP16: the tensor-core GEMV (FFMA runs out of issue slots)", lambda s: s.M <= 16,
+    ("gemv-tc", "5 <= M <= 16 in FP16: the tensor-core GEMV (FFMA runs out of issue slots)", lambda s: s.M <= 16,
      {"fp16_tensor": "gemv_fp16_tc"}),
     ("split-k", "M x N fills fewer tiles than SMs and K is long: splits = ceil(SMs / tiles)", lambda s: s.splits >= 2,
      {"fp32": "splitk_fp32", "fp16_tensor": "splitk_fp16"}),

@@ -54,19 +54,22 @@ def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_sh
     (FP32, (3, 8192, 8192), "gemv", "gemv_fp32", "m4_vec"),
     (FP32, (4, 4097, 4096), "gemv", "gemv_fp32", "m4_scalar"),
     (FP16, (1, 8192, 8192), "gemv", "gemv_fp16", "m1_vec"),
-    (FP16, (2, 4096, 4096), "gemv-tc", "gemv_fp16_tc", "vec"),
+    (FP16, (2, 4096, 4096), "gemv", "gemv_fp16", "m4_vec"),
+    (FP16, (5, 4096, 4096), "gemv-tc", "gemv_fp16_tc", "vec"),
     (FP16, (16, 8192, 8192), "gemv-tc", "gemv_fp16_tc", "vec"),
     (FP16, (16, 8191, 8192), "gemv-tc", "gemv_fp16_tc", "scalar"),
     (FP32, (128, 128, 65536), "split-k", "splitk_fp32", "vec"),
     (FP16, (128, 128, 65536), "split-k", "splitk_fp16", "vec"),
     (FP32, (8192, 16, 8192), "split-k", "splitk_fp32", "vec"),
-    (FP32, (16, 4096, 4096), "split-k", "splitk_fp32", "vec"),
+    (FP32, (16, 4096, 4096), "gemv", "gemv_fp32", "m16_vec"),
+    (FP32, (64, 8192, 8192), "gemv", "gemv_fp32", "m16_vec"),
     (FP16, (64, 4096, 4096), "split-k", "splitk_fp16", "vec"),
     (FP32, (4096, 4096, 4096), "tiles", "v8", "vec"),
     (FP16, (4096, 4096, 4096), "tiles", "t4", "vec"),
     (FP16, (4096, 4096, 64), "tiles", "t4", "vec"),
     (FP32, (4096, 4096, 64), "tiles", "v8", "vec"),
-    (FP32, (64, 64, 256), "tiles", "v8", "vec"),           # K too short to split
+    (FP32, (64, 64, 256), "gemv", "gemv_fp32", "m16_vec"),  # M <= 64: a GEMV, whatever K
+    (FP32, (65, 64, 256), "tiles", "v8", "vec"),           # K too short to split
 ])
 def test_the_dispatcher_picks_by_the_tables_rules(prec, shape, rule, kernel, variant):
     c = DISPATCH.plan(prec, *shape, sms=SMS)
