@@ -15,11 +15,14 @@ export PYTHON
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 ALL_LABS := $(patsubst %/lab.py,%,$(sort $(wildcard labs/*/lab.py)))
-LABS := $(if $(LAB),$(or $(filter labs/$(LAB)%,$(ALL_LABS)),$(filter $(LAB:/=),$(ALL_LABS)),$(error no lab matches LAB=$(LAB); labs: $(notdir $(ALL_LABS)))),$(ALL_LABS))
+LABS := $(if $(LAB),$(or $(filter labs/$(LAB) labs/$(LAB)-%,$(ALL_LABS)),$(filter $(LAB:/=),$(ALL_LABS)),$(error no lab matches LAB=$(LAB); labs: $(notdir $(ALL_LABS)))),$(ALL_LABS))
 
 LAB_TARGETS := build bench sass tune selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest
-# WORKSPACE=path and JSON=file are relative to where make was started: made absolute
-LAB_VARS := $(if $(WORKSPACE),WORKSPACE=$(abspath $(WORKSPACE))) $(if $(JSON),JSON=$(abspath $(JSON)))
+# WORKSPACE=path and JSON=file are relative to where make was started: made absolute; with several
+# labs, each lab's workspace is a folder of WORKSPACE named for the lab
+MANY := $(word 2,$(LABS))
+LAB_VARS = $(if $(WORKSPACE),WORKSPACE=$(abspath $(WORKSPACE))$(if $(MANY),/$$(basename $$d))) \
+           $(if $(JSON),JSON=$(abspath $(JSON))$(if $(MANY),.$$(basename $$d).json))
 
 .PHONY: all test $(LAB_TARGETS) clean distclean help labs
 
@@ -33,7 +36,7 @@ help:
 	@echo "labs: $(notdir $(ALL_LABS))"
 
 labs:
-	@for d in $(ALL_LABS); do echo $$d; done
+	@for d in $(LABS); do echo $$d; done
 
 .venv/.ready: pyproject.toml scripts/setup-venv.sh
 	@scripts/setup-venv.sh
