@@ -121,8 +121,9 @@ def test_make_sass_counts_the_minimal_labs_opcodes(tiny):
     assert "FFMA" in proc.stdout and "k1" in proc.stdout
 
 
-def test_nothing_in_common_was_needed(tiny):
-    """The lab lives outside labs/ and common/ names no lab: grep finds only docstring examples."""
+def test_the_lab_is_read_from_its_own_folder_outside_labs(tiny):
+    """The minimal lab lives in a temporary folder, not under labs/: its table and kernels are found
+    there (tests/test_imports.py checks that common/ names no lab)."""
     from common.lab import load
     lab = load(tiny)
     assert lab.kernels_dir == tiny / "kernels" and list(lab.kernels) == ["k1"]
