@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 from .errors import CourseError
@@ -129,15 +130,28 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
         if saved.get("stamp") == stamp:
             return saved["kernels"]
     out.parent.mkdir(parents=True, exist_ok=True)
+    # nvcc writes a private file that replaces the cubin in one step: two processes building the same
+    # cubin at once (pytest -n 2) each leave a whole one, never a torn one
+    part = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.part")
     cmd = [find_nvcc(), *NVCC_FLAGS, *flags, f"-arch={arch}", *[f"-I{d}" for d in include_dirs],
-           *[f"-D{k}={v}" for k, v in defines.items()], "-o", str(out), str(src)]
+           *[f"-D{k}={v}" for k, v in defines.items()], "-o", str(part), str(src)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
-    out.with_suffix(".ptxas.log").write_text(" ".join(cmd) + "\n" + log)
+    shown = [c if c != str(part) else str(out) for c in cmd]
+    _replace_text(out.with_suffix(".ptxas.log"), " ".join(shown) + "\n" + log)
     if proc.returncode != 0:
+        part.unlink(missing_ok=True)
         errors = "\n".join(l for l in log.splitlines() if "error" in l.lower())[:2000] or log[-2000:]
         raise CourseError(f"nvcc failed on {src.name} for {arch}:\n{errors}",
                           hint=f"the full log is in {out.with_suffix('.ptxas.log')}")
     kernels = parse_ptxas(log)
-    meta.write_text(json.dumps({"stamp": stamp, "kernels": kernels}, indent=1))
+    os.replace(part, out)
+    _replace_text(meta, json.dumps({"stamp": stamp, "kernels": kernels}, indent=1))
     return kernels
+
+
+def _replace_text(path, text):
+    """Write a file whole or not at all (a reader in another process never sees half of it)."""
+    part = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.part")
+    part.write_text(text)
+    os.replace(part, path)
