@@ -13,8 +13,9 @@ pause gets the higher clock: in our first H200 runs that was always cuBLAS, and 
 per clock looked 10-15 % slower at 8192^3. Interleaving gives every row the same thermal history, so
 the ratios to cuBLAS in one table compare like with like.
 
-Each repetition: flush L2 (outside the timed region), record start, run, record end. The
-median is reported; the spread is (p90 - p10) / median, so a noisy measurement shows itself.
+Each repetition: flush L2 and give the stream a head start (both outside the timed region; see
+L2Flusher), record start, run, record end. The median is reported; the spread is
+(p90 - p10) / median, so a noisy measurement shows itself.
 """
 from dataclasses import dataclass, field
 
@@ -32,14 +33,33 @@ extern "C" __global__ void read_all(const int4* __restrict__ p, unsigned long lo
     }
     if (acc == 0x7fedcba9) *sink = acc;      // never true for the buffer's contents: keeps the loads
 }
+
+// One thread waits `ns` nanoseconds of the GPU's global timer: the stream stays busy while the host
+// prepares the timed launch, so the events time the kernel and not the host's launch overhead
+extern "C" __global__ void hold(unsigned long long ns)
+{
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        __nanosleep(1000);
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < ns);
+}
 """
+
+HOLD_US = 100     # the head start each timed launch gets (host launch overhead: 5-30 us through PyCUDA or ctypes)
 
 
 class L2Flusher:
     """Reads a buffer of twice the L2 size before every repetition, so no input or output stays
     cached between repetitions. A read, not a write: a write flush leaves L2 full of dirty lines that
     the timed kernel then pays to write back (6-9 us per repetition, measured on the H200 with a
-    memory-bound GEMV: a fifth of its time)."""
+    memory-bound GEMV: a fifth of its time).
+
+    Then a head start: one thread waits HOLD_US on the stream before the start event. Without it a
+    kernel of 15-40 us (a GEMV, a skinny GEMM) was timed with the host's launch work inside: the GPU
+    sat idle between the start event and the kernel while Python and cuBLAS's host code ran. On the
+    H200 that put 35-125 % of spread on cuBLAS's small shapes (lab 7d, 2026-12-01) and none on big ones."""
 
     def __init__(self, l2_bytes):
         import pycuda.driver as cuda
@@ -50,8 +70,11 @@ class L2Flusher:
         try:
             from pycuda.compiler import SourceModule
             self.sink = cuda.mem_alloc(4)
-            self.read_all = SourceModule(_READ_ALL, no_extern_c=True).get_function("read_all")
+            module = SourceModule(_READ_ALL, no_extern_c=True)
+            self.read_all = module.get_function("read_all")
             self.read_all.prepare("PQP")
+            self.hold = module.get_function("hold")
+            self.hold.prepare("Q")
             sms = cuda.Context.get_device().get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
             self.grid = (4 * sms, 1, 1)
         except ImportError:          # a pycuda without its compiler (the course's simulated GPU): write instead
@@ -60,6 +83,7 @@ class L2Flusher:
     def flush(self):
         if self.read_all is not None:
             self.read_all.prepared_async_call(self.grid, (256, 1, 1), None, self.buf, self.words // 4, self.sink)
+            self.hold.prepared_async_call((1, 1, 1), (1, 1, 1), None, HOLD_US * 1000)
         else:
             import pycuda.driver as cuda
             self._flip ^= 1

@@ -91,10 +91,10 @@ def plan(prec, M, N, K, sms=None):
     for name, when, test, kernels in _table().DISPATCH:
         if prec not in kernels or not test(s):
             continue
-        k = _lab().kernel(kernels[prec])
+        k = _lab().bind(_lab().kernel(kernels[prec]))      # a name, or a row of lab.py's own
         splits = 0
         if k.launch_hook is not None and hasattr(k.launch_hook, "reduce"):
-            splits = s.splits
+            splits = k.launch_hook.splits or s.splits      # a row's fixed split, else the split-k rule's
             k = launch.with_splits(k, splits)
         if k.refusal(M, N, K):
             continue                      # a rule whose kernel cannot take the shape: the next rule

@@ -6,6 +6,8 @@ no code (common/lab.py says how every target reads it; the README says why each 
 Each kernel's tile parameters live in its .cu file (common/tiling.py reads them); the rows say only
 what the source cannot: entry points, how a shape picks one, the argument list, the launch.
 """
+from dataclasses import replace
+
 from common.kernels import Kernel
 from common.lab import load
 
@@ -109,19 +111,57 @@ SWEEP_EXTRA = {"split-k": {"fp32": [with_splits(SPLITK_FP32, 1)], "fp16": [with_
 # Each rule: (name, the condition in words, predicate(s), {precision: kernel}). `s` has M, N, K,
 # sms (this GPU's SM count), tiles (output tiles of the split-K kernel: ceil(M / BM) ceil(N / BN))
 # and splits (splits_for: ceil(sms / tiles), at most K / MIN_K_PER_SPLIT). A rule that names no
-# kernel for a precision is skipped for it. The thresholds are gpu-1.log's (H200; see the README):
+# kernel (a name, or a row) for a precision is skipped for it. The thresholds are the H200's (README):
 # re-derive them from `make bench SHAPES=all` on another GPU.
 MIN_K_PER_SPLIT = 256      # a split shorter than this pays its prologue, epilogue and partial tile for little
-# First match wins. The M limits follow the H200 sweep of 2026-12-01 (results/lab07d-sweep_*_7283a6f.json):
-# FP32 GEMV beats split-K up to M = 64 (16 x 8192^2: 117 % of cuBLAS against 29 %; 64 x 4096^2: 60 % against
-# 48 %); the FFMA FP16 GEMV beats the tensor-core one up to M = 4 at N = 4096 (95 % against 53 %).
+
+# The dispatcher's own rows: the same split-K kernels with other tiles and a fixed split, and the FP16
+# GEMV with deeper loads. Found by timing tiles x splits at the shapes the first rules missed (H200,
+# 2026-12-01, README "How the dispatcher's rows were chosen"): a 64-row tile when A has few rows, a
+# 16- or 64-column tile when B has few columns, and more splits than ceil(SMs / tiles), because these
+# blocks are small (128 threads, or 32) and several share an SM.
+def _retiled(row, splits=0, **params):
+    """The row built with other parameters (-DNAME=value; its .cu static_asserts them) and, for split-K,
+    a fixed number of splits. Named like Kernel.with_params: splitk_fp32[BM64, splits=8]."""
+    tag = "_".join(f"{k}{v}" for k, v in params.items())
+    r = replace(row, name=f"{row.name}[{tag}]", defines=dict(params), tag=tag)
+    return with_splits(r, splits) if splits else r
+
+
+SPLITK_FP32_FEW_ROWS = _retiled(SPLITK_FP32, 8, BM=64)
+SPLITK_FP32_FEW_COLS = _retiled(SPLITK_FP32, 16, BN=16)
+SPLITK_FP32_NARROW = _retiled(SPLITK_FP32, 8, BN=64)
+GEMV_FP16_DEEP = _retiled(GEMV_FP16, KU=16)
+SPLITK_FP16_FEW_ROWS = _retiled(SPLITK_FP16, 8, BM=64, BN=256)
+SPLITK_FP16_FEW_COLS = _retiled(SPLITK_FP16, 4, BN=16, WM=32, WN=16)
+SPLITK_FP16_NARROW = _retiled(SPLITK_FP16, 4, BN=64)
+
+
+def _long_enough(row):
+    """K gives each of the row's fixed splits at least MIN_K_PER_SPLIT."""
+    return lambda s: s.K >= row.launch_hook.splits * MIN_K_PER_SPLIT
+
+
+# First match wins. Rules and thresholds from the H200 (results/lab07d-sweep_*.json and the README).
 DISPATCH = [
-    ("gemv", "M <= 64 in FP32: a GEMV reads each weight once", lambda s: s.M <= 64,
+    ("gemv", "M <= 16 in FP32: a GEMV reads each weight once", lambda s: s.M <= 16,
      {"fp32": "gemv_fp32"}),
-    ("gemv", "M <= 4 in FP16: a GEMV reads each weight once", lambda s: s.M <= 4,
-     {"fp16_tensor": "gemv_fp16"}),
-    ("gemv-tc", "5 <= M <= 16 in FP16: the tensor-core GEMV (FFMA runs out of issue slots)", lambda s: s.M <= 16,
+    ("gemv", "M <= 4 in FP16: a GEMV reads each weight once (16 loads in flight per thread)", lambda s: s.M <= 4,
+     {"fp16_tensor": GEMV_FP16_DEEP}),
+    ("few-rows", "M <= 64 and K long: split-K with a 64-row tile, 8 splits",
+     lambda s: s.M <= 64 and _long_enough(SPLITK_FP32_FEW_ROWS)(s),
+     {"fp32": SPLITK_FP32_FEW_ROWS, "fp16_tensor": SPLITK_FP16_FEW_ROWS}),
+    ("gemv", "M <= 64 in FP32, K short: the GEMV", lambda s: s.M <= 64,
+     {"fp32": "gemv_fp32"}),
+    ("gemv-tc", "5 <= M <= 16 in FP16, K short: the tensor-core GEMV", lambda s: s.M <= 16,
      {"fp16_tensor": "gemv_fp16_tc"}),
+    ("few-cols", "N <= 16 and K long, FP32: split-K with a 16-column tile, 16 splits",
+     lambda s: s.N <= 16 and _long_enough(SPLITK_FP32_FEW_COLS)(s), {"fp32": SPLITK_FP32_FEW_COLS}),
+    ("few-cols", "N <= 16 and K long, FP16: split-K with a 16-column tile, 4 splits",
+     lambda s: s.N <= 16 and _long_enough(SPLITK_FP16_FEW_COLS)(s), {"fp16_tensor": SPLITK_FP16_FEW_COLS}),
+    ("narrow", "N <= 64 and K long: split-K with a 64-column tile (8 splits FP32, 4 FP16)",
+     lambda s: s.N <= 64 and _long_enough(SPLITK_FP32_NARROW)(s),
+     {"fp32": SPLITK_FP32_NARROW, "fp16_tensor": SPLITK_FP16_NARROW}),
     ("split-k", "M x N fills fewer tiles than SMs and K is long: splits = ceil(SMs / tiles)", lambda s: s.splits >= 2,
      {"fp32": "splitk_fp32", "fp16_tensor": "splitk_fp16"}),
     ("tiles", "enough output tiles to fill the GPU: lab 7's best kernel", lambda s: True,

@@ -50,7 +50,8 @@ def with_splits(row, splits):
     """The row with a fixed number of splits (the same source and cubin: only the launch differs)."""
     if splits < 1:
         raise ValueError(f"splits must be at least 1, got {splits}")
-    return replace(row, name=f"{row.base_name}[splits={splits}]",
+    tag = row.name[len(row.base_name) + 1:-1] if row.name != row.base_name else ""     # its parameters, if any
+    return replace(row, name=f"{row.base_name}[{tag + ', ' if tag else ''}splits={splits}]",
                    launch_hook=SplitK(row.launch_hook.reduce, int(splits)))
 
 

@@ -17,6 +17,18 @@ def test_every_kernel_builds_for_every_architecture_without_spills():
             assert r["spill_stores"] == r["spill_loads"] == r["stack"] == 0, f"{entry} on {arch}: {r}"
 
 
+def test_the_dispatchers_own_rows_build_without_spills():
+    """The rows of lab.py's DISPATCH with other parameters (few-rows, few-cols, narrow, the deep GEMV):
+    their .cu static_asserts accept the parameters and ptxas keeps everything in registers (sm_90,
+    the GPU they were chosen on; the defaults build for every architecture above)."""
+    rows = {id(k): LAB.bind(k) for _, _, _, ks in LAB.table.DISPATCH for k in ks.values() if not isinstance(k, str)}
+    res = LAB.build(list(rows.values()), ["sm_90"])
+    assert len(res) == len(rows) >= 7
+    for (name, arch), entries in res.items():
+        for entry, r in entries.items():
+            assert r["spill_stores"] == r["spill_loads"] == r["stack"] == 0, f"{name} {entry} on {arch}: {r}"
+
+
 def test_the_table_names_every_entry_point_of_the_kernels():
     """Every row's entries (and split-K's reduce) are in its cubin: the table and the .cu agree."""
     res = build_for_every_arch(LAB)

@@ -55,15 +55,22 @@ def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_sh
     (FP32, (4, 4097, 4096), "gemv", "gemv_fp32", "m4_scalar"),
     (FP16, (1, 8192, 8192), "gemv", "gemv_fp16", "m1_vec"),
     (FP16, (2, 4096, 4096), "gemv", "gemv_fp16", "m4_vec"),
-    (FP16, (5, 4096, 4096), "gemv-tc", "gemv_fp16_tc", "vec"),
-    (FP16, (16, 8192, 8192), "gemv-tc", "gemv_fp16_tc", "vec"),
-    (FP16, (16, 8191, 8192), "gemv-tc", "gemv_fp16_tc", "scalar"),
+    (FP16, (5, 4096, 4096), "few-rows", "splitk_fp16", "vec"),
+    (FP16, (16, 8192, 8192), "few-rows", "splitk_fp16", "vec"),
+    (FP16, (16, 8191, 8192), "few-rows", "splitk_fp16", "scalar"),
+    (FP16, (16, 4096, 1024), "gemv-tc", "gemv_fp16_tc", "vec"),       # K too short for 8 splits
     (FP32, (128, 128, 65536), "split-k", "splitk_fp32", "vec"),
     (FP16, (128, 128, 65536), "split-k", "splitk_fp16", "vec"),
-    (FP32, (8192, 16, 8192), "split-k", "splitk_fp32", "vec"),
+    (FP32, (8192, 16, 8192), "few-cols", "splitk_fp32", "vec"),
+    (FP16, (8192, 16, 8192), "few-cols", "splitk_fp16", "vec"),
+    (FP32, (8192, 64, 8192), "narrow", "splitk_fp32", "vec"),
+    (FP16, (8192, 64, 8192), "narrow", "splitk_fp16", "vec"),
+    (FP32, (8192, 16, 2048), "narrow", "splitk_fp32", "vec"),       # K too short for 16 splits, long enough for 8
     (FP32, (16, 4096, 4096), "gemv", "gemv_fp32", "m16_vec"),
-    (FP32, (64, 8192, 8192), "gemv", "gemv_fp32", "m16_vec"),
-    (FP16, (64, 4096, 4096), "split-k", "splitk_fp16", "vec"),
+    (FP32, (17, 8192, 8192), "few-rows", "splitk_fp32", "vec"),
+    (FP32, (64, 8192, 8192), "few-rows", "splitk_fp32", "vec"),
+    (FP16, (64, 4096, 4096), "few-rows", "splitk_fp16", "vec"),
+    (FP16, (65, 4096, 4096), "split-k", "splitk_fp16", "vec"),
     (FP32, (4096, 4096, 4096), "tiles", "v8", "vec"),
     (FP16, (4096, 4096, 4096), "tiles", "t4", "vec"),
     (FP16, (4096, 4096, 64), "tiles", "t4", "vec"),
@@ -127,3 +134,15 @@ def test_gemv_variants_pick_the_smallest_pass_that_holds_m():
         ["m1_vec", "m4_vec", "m4_vec", "m8_vec", "m8_vec", "m16_vec", "m16_vec", "m16_vec", "m16_vec"]
     assert k.variant_for(1, 4100, 64) == "m1_scalar"        # N % 8 != 0: rows of B not 16-byte aligned
     assert LAB.kernel("gemv_fp32").variant_for(1, 4100, 64) == "m1_vec"   # N % 4 == 0 is enough for FP32
+
+
+def test_the_dispatchers_own_rows_keep_their_tile_and_their_fixed_split():
+    """few-rows / few-cols / narrow: the row's parameters reach the build (its tile) and its fixed
+    split reaches the launch, instead of the split-k rule's ceil(SMs / tiles)."""
+    c = DISPATCH.plan(FP32, 64, 8192, 8192, sms=SMS)
+    assert c.kernel.tile == (64, 128) and c.splits == 8 and "BM64" in c.kernel.name
+    c = DISPATCH.plan(FP32, 8192, 16, 8192, sms=SMS)
+    assert c.kernel.tile == (128, 16) and c.splits == 16
+    c = DISPATCH.plan(FP16, 8192, 64, 8192, sms=SMS)
+    assert c.kernel.tile == (128, 64) and c.splits == 4
+    assert DISPATCH.plan(FP16, 2, 4096, 4096, sms=SMS).kernel.tiling.params["KU"] == 16
