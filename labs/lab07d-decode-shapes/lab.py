@@ -146,7 +146,9 @@ def _long_enough(row):
 DISPATCH = [
     ("gemv", "M <= 16 in FP32: a GEMV reads each weight once", lambda s: s.M <= 16,
      {"fp32": "gemv_fp32"}),
-    ("gemv", "M <= 4 in FP16: a GEMV reads each weight once (16 loads in flight per thread)", lambda s: s.M <= 4,
+    ("gemv", "M = 1 in FP16: a GEMV reads each weight once", lambda s: s.M == 1,
+     {"fp16_tensor": "gemv_fp16"}),
+    ("gemv", "2 <= M <= 4 in FP16: the GEMV with 16 loads in flight per thread", lambda s: s.M <= 4,
      {"fp16_tensor": GEMV_FP16_DEEP}),
     ("few-rows", "M <= 64 and K long: split-K with a 64-row tile, 8 splits",
      lambda s: s.M <= 64 and _long_enough(SPLITK_FP32_FEW_ROWS)(s),

@@ -146,3 +146,4 @@ def test_the_dispatchers_own_rows_keep_their_tile_and_their_fixed_split():
     c = DISPATCH.plan(FP16, 8192, 64, 8192, sms=SMS)
     assert c.kernel.tile == (128, 64) and c.splits == 4
     assert DISPATCH.plan(FP16, 2, 4096, 4096, sms=SMS).kernel.tiling.params["KU"] == 16
+    assert DISPATCH.plan(FP16, 1, 8192, 8192, sms=SMS).kernel.tiling.params["KU"] == 8    # M = 1: the file's own
