@@ -17,12 +17,13 @@ export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 ALL_LABS := $(patsubst %/lab.py,%,$(sort $(wildcard labs/*/lab.py)))
 LABS := $(if $(LAB),$(or $(filter labs/$(LAB) labs/$(LAB)-%,$(ALL_LABS)),$(filter $(LAB:/=),$(ALL_LABS)),$(error no lab matches LAB=$(LAB); labs: $(notdir $(ALL_LABS)))),$(ALL_LABS))
 
-LAB_TARGETS := build bench sass tune selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest
-# WORKSPACE=path and JSON=file are relative to where make was started: made absolute; with several
-# labs, each lab's workspace is a folder of WORKSPACE named for the lab
+LAB_TARGETS := build bench sass tune selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest grade-class grade-class-demo
+# WORKSPACE=path, JSON=file, SUBMISSIONS=, OUT= and DEST= are relative to where make was started: made
+# absolute; with several labs, each lab's is a folder (JSON: a suffix) named for the lab
 MANY := $(word 2,$(LABS))
 LAB_VARS = $(if $(WORKSPACE),WORKSPACE=$(abspath $(WORKSPACE))$(if $(MANY),/$$(basename $$d))) \
-           $(if $(JSON),JSON=$(abspath $(JSON))$(if $(MANY),.$$(basename $$d).json))
+           $(if $(JSON),JSON=$(abspath $(JSON))$(if $(MANY),.$$(basename $$d).json)) \
+           $(foreach v,SUBMISSIONS OUT DEST,$(if $($(v)),$(v)=$(abspath $($(v)))$(if $(MANY),/$$(basename $$d))))
 
 .PHONY: all test $(LAB_TARGETS) clean distclean help labs
 
@@ -31,6 +32,7 @@ all: build
 help:
 	@echo "make test | bench | build | sass | tune | ncu-table | ncu-tensor | ncu KERNEL=name | sanitize"
 	@echo "make workspace | grade (WORKSPACE=path, PARTS=.., NOGPU=1) | grade-selftest: the graded exercises"
+	@echo "make grade-class SUBMISSIONS=dir (JOBS=, SLURM=1|print, MERGE=1) | grade-class-demo DEST=dir: a class"
 	@echo "make notebooks (NOTEBOOKS_OUT=dir) | strip-notebooks | labs"
 	@echo "options: LAB=lab07 (one lab), ARCH=sm_86 or ARCH=all (build), PYTHON=python3 (your own environment)"
 	@echo "labs: $(notdir $(ALL_LABS))"
@@ -41,9 +43,13 @@ labs:
 .venv/.ready: pyproject.toml scripts/setup-venv.sh
 	@scripts/setup-venv.sh
 
+# pytest on every core (pytest-xdist, in .venv): most of the time goes to nvcc, one process each; a test
+# file stays on one worker, so its fixtures are built once. JOBS=1 runs everything in one process.
+TEST_JOBS = $(if $(filter 1,$(JOBS)),,$(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo '-n $(or $(JOBS),auto) --dist loadfile'))
+
 test: $(SETUP)
 	@for d in $(LABS); do $(MAKE) --no-print-directory -C $$d build || exit 1; done
-	$(PYTHON) -m pytest $(if $(LAB),$(addsuffix /tests,$(LABS)),tests labs)
+	$(PYTHON) -m pytest $(TEST_JOBS) $(if $(LAB),$(addsuffix /tests,$(LABS)),tests labs)
 
 $(LAB_TARGETS): $(SETUP)
 	@for d in $(LABS); do echo "== $$d: make $@"; $(MAKE) --no-print-directory -C $$d $@ $(LAB_VARS) || exit 1; done

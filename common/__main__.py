@@ -9,6 +9,7 @@
     ncu-table, ncu-tensor, ncu, sanitize   the profilers (common/profiling.py)  (--kernels, --kernel)
     profile    the program ncu and compute-sanitizer run                        (--kernel | --sanitize-run)
     workspace, grade, grade-selftest       the graded exercises (common/grading)
+    grade-class, grade-class-demo          a whole class: here, or as a Slurm job array (classroom.py)
     labs       list the labs
 """
 import argparse
@@ -16,7 +17,7 @@ import sys
 
 from .errors import CourseError, user_errors
 
-GRADING = ("workspace", "grade", "grade-selftest")
+GRADING = ("workspace", "grade", "grade-selftest", "grade-class", "grade-class-demo")
 
 
 def parser():
@@ -72,6 +73,31 @@ def parser():
     t = target("grade-selftest", "the grader graded")
     t.add_argument("--no-gpu", action="store_true")
     t.add_argument("--json", default=None)
+    t = target("grade-class", "grade a class: a folder of workspaces or archives, here or on Slurm")
+    t.add_argument("--submissions", default=None, help="one subfolder or .tar.gz/.tgz/.tar/.zip per student")
+    t.add_argument("--out", default=None, help="where the reports go (default: <lab>/reports/class)")
+    t.add_argument("--jobs", type=int, default=None, help="workers at once (default: one per GPU; without, nproc)")
+    t.add_argument("--timeout", type=int, default=None, help="seconds per submission (default 900; NOGPU 300)")
+    t.add_argument("--force", action="store_true", help="grade again what an earlier run graded")
+    t.add_argument("--seed", type=int, default=None)
+    t.add_argument("--seeds", default=None, help="class (one seed for all, the default) or student")
+    t.add_argument("--no-gpu", action="store_true")
+    t.add_argument("--parts", default=None)
+    t.add_argument("--arch", default=None)
+    t.add_argument("--isolate", default=None, help="auto (bwrap where it works), bwrap or none")
+    t.add_argument("--merge", action="store_true", help="only the class report, from what is graded")
+    t.add_argument("--task", type=int, default=None, help="(a Slurm array task) grade line TASK of tasks.txt")
+    t.add_argument("--slurm", default=None, help="1: submit a job array; print: print its scripts")
+    t.add_argument("--partition", default=None)
+    t.add_argument("--account", default=None)
+    t.add_argument("--time", default=None, help="a task's time limit (default: TIMEOUT + 10 min)")
+    t.add_argument("--cpus", type=int, default=None, help="CPUs per task (default 4)")
+    t.add_argument("--max-tasks", type=int, default=None, help="tasks running at once (--array=0-N%%M)")
+    t.add_argument("--extra-sbatch", default=None, help="more sbatch options, e.g. '--qos=short --mem=16G'")
+    t.add_argument("--wait", action="store_true", help="with --slurm: wait for the jobs, then print the report")
+    t = target("grade-class-demo", "a demo class: the reference, the untouched workspace, each known-wrong kernel")
+    t.add_argument("--dest", default=None)
+    t.add_argument("--force", action="store_true")
     target("labs", "list the labs", lab=False)
     return p
 

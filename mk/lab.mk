@@ -14,6 +14,10 @@
 #   make workspace   your exercises: the kernels with TODOs (WORKSPACE=path; FORCE=1 replaces)
 #   make grade       grade the workspace, then the score report (PARTS=v4,v6 NOGPU=1 JSON=file)
 #   make grade-selftest  the grader graded: reference full marks, untouched zero, known-wrong kernels lose
+#   make grade-class SUBMISSIONS=dir   a class: a folder or .tar.gz/.zip per student, each graded in its own
+#                    worker (JOBS= TIMEOUT= FORCE=1 SEED= SEEDS=student PARTS= NOGPU=1 OUT=); class.html, .csv
+#                    SLURM=1 a Slurm job array (PARTITION= ACCOUNT= TIME= EXTRA_SBATCH= WAIT=1), SLURM=print;
+#                    MERGE=1 the class report again    make grade-class-demo DEST=dir: a class to try it on
 # ARCH=sm_86 (or ARCH=all) picks the architecture to build; by default, this GPU's (all five without one).
 # KERNELS=a,b limits ncu-table, ncu-tensor and sanitize to some kernels.
 
@@ -29,14 +33,25 @@ KERNELS_FLAG := $(if $(KERNELS),--kernels $(KERNELS))
 WORKSPACE ?= $(LAB_DIR)/workspace
 GRADE_FLAGS := --workspace $(abspath $(WORKSPACE)) $(if $(PARTS),--parts $(PARTS)) $(if $(NOGPU),--no-gpu) \
                $(if $(JSON),--json $(abspath $(JSON))) $(ARCH_FLAG) $(if $(SEED),--seed $(SEED))
+CLASS_FLAGS := $(if $(SUBMISSIONS),--submissions $(abspath $(SUBMISSIONS))) $(if $(OUT),--out $(abspath $(OUT))) \
+               $(if $(JOBS),--jobs $(JOBS)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(FORCE),--force) \
+               $(if $(SEED),--seed $(SEED)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(PARTS),--parts $(PARTS)) \
+               $(if $(NOGPU),--no-gpu) $(ARCH_FLAG) $(if $(ISOLATE),--isolate $(ISOLATE)) $(if $(MERGE),--merge) \
+               $(if $(SLURM),--slurm $(SLURM)) $(if $(PARTITION),--partition $(PARTITION)) \
+               $(if $(ACCOUNT),--account $(ACCOUNT)) $(if $(TIME),--time $(TIME)) $(if $(CPUS),--cpus $(CPUS)) \
+               $(if $(MAXTASKS),--max-tasks $(MAXTASKS)) $(if $(EXTRA_SBATCH),--extra-sbatch "$(EXTRA_SBATCH)") \
+               $(if $(WAIT),--wait)
 
-.PHONY: build test bench sass tune selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest clean help
+.PHONY: build test bench sass tune selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest grade-class grade-class-demo clean help
 
 build:
 	@$(COURSE) build --lab $(LAB_DIR) $(ARCH_FLAG)
 
+# every core (pytest-xdist), a test file per worker; JOBS=1: one process
+TEST_JOBS = $(if $(filter 1,$(JOBS)),,$(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo '-n $(or $(JOBS),auto) --dist loadfile'))
+
 test: build
-	cd $(COURSE_ROOT) && $(PYTHON) -m pytest $(LAB_DIR)/tests
+	cd $(COURSE_ROOT) && $(PYTHON) -m pytest $(TEST_JOBS) $(LAB_DIR)/tests
 
 bench:
 	@$(COURSE) bench --lab $(LAB_DIR) $(if $(SIZES),--sizes $(SIZES)) $(if $(LADDER),--ladder $(LADDER)) \
@@ -66,8 +81,14 @@ grade:
 grade-selftest:
 	@$(COURSE) grade-selftest --lab $(LAB_DIR) $(if $(NOGPU),--no-gpu) $(if $(JSON),--json $(abspath $(JSON)))
 
+grade-class:
+	@$(COURSE) grade-class --lab $(LAB_DIR) $(CLASS_FLAGS)
+
+grade-class-demo:
+	@$(COURSE) grade-class-demo --lab $(LAB_DIR) $(if $(DEST),--dest $(abspath $(DEST))) $(if $(FORCE),--force)
+
 clean:
 	rm -rf build reports
 
 help:
-	@sed -n '2,19p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'
+	@sed -n '2,23p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'

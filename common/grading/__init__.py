@@ -2,7 +2,8 @@
 itself graded by known-wrong kernels. A lab declares its grading as data (spec.py says how);
 everything here takes the Lab (common.lab.load).
 
-    main(lab, args)                   the targets: workspace | grade | grade-selftest (common/__main__.py)
+    main(lab, args)                   the targets: workspace | grade | grade-selftest | grade-class |
+                                      grade-class-demo (common/__main__.py)
     make_workspace(lab, dest, solution=False, force=False, quiet=True) -> [files]
     grade_workspace(lab, workspace, parts=None, gpu=False, ..., env=None) -> grader.Report
     run_selftest(lab, gpu=False, json_path=None, work=None) -> (problems, reports, env)
@@ -19,6 +20,11 @@ everything here takes the Lab (common.lab.load).
     grader      grade_many(g, jobs, env) -> [Report]: every part, every check, one reason per lost check
     selftest    the reference scores full marks, the untouched workspace zero, each known-wrong kernel loses
     plugin, checks   `make grade`: pytest over the workspace, quietly; the score report
+    classroom   `make grade-class`: a class, one worker process per submission, resumable; the demo class
+    submissions a class's folders and archives, unpacked safely; the #include check
+    sandbox     a worker's scrubbed environment, bubblewrap, the snapshots that catch writes outside
+    classreport class.json, class.csv, class.html and a page per student
+    slurm       `make grade-class SLURM=1`: one job array, one submission per task, a dependent merge
     simgpu      a simulated pycuda and compute-sanitizer, for tests of the grader without a GPU
 
 Trust: the grader reads the student's .cu files and answers.toml and nothing else from the
@@ -64,6 +70,13 @@ def main(lab, args):
     if args.target == "grade":
         from .plugin import run_grade
         return run_grade(g, args)
+    if args.target == "grade-class":
+        from .classroom import run
+        return run(g, args)
+    if args.target == "grade-class-demo":
+        from .classroom import demo
+        demo(g, args.dest or g.lab.dir / "class-demo", force=args.force)
+        return 0
     if args.target == "grade-selftest":
         from . import selftest as st
         problems, _, _ = st.run(g, gpu=False if args.no_gpu else None, json_path=args.json)
