@@ -7,13 +7,14 @@ its table (lab.py) that these read. `python -m common <target> --lab labs/<lab>`
     kernels    the row type of a lab's table; loading cubins and launching through PyCUDA
     targets    make build, bench, sass, tune (the autotuner), selfcheck
     profiling  make ncu-table, ncu-tensor, ncu, sanitize, and the program the profilers run
-    grading    make workspace, grade, grade-selftest (a package; a lab declares its parts as data)
+    grading    make workspace, grade, grade-selftest, grade-class (a package; a lab declares its parts as data)
+    browser    headless Chromium (Debian's, through Playwright) and a JupyterLab of its own, for the browser tests
     testing    what the labs' tests share: GPU_OK, needs_gpu, lab_of, gpu_cases
     errors     CourseError: a problem the user can fix, printed as one line and a hint
     device     is there a CUDA GPU, what it is (name, sm_XX, SMs, clocks, L2), its peak rates
     build      nvcc for one or more architectures, `-Xptxas -v` parsed per kernel, header-aware stamps
     check      float64 references, poisoned outputs, verdicts
-    timing     CUDA-event timing with L2 flushed between repetitions
+    timing     CUDA-event timing, L2 flushed and the stream given a head start between repetitions
     cublas     cuBLAS SGEMM, FP16/BF16/TF32 GemmEx through ctypes, on PyCUDA's primary context
     tensor_maps  TMA tensor maps and launches PyCUDA cannot make (cuda-python's driver binding)
     sass       cuobjdump -sass parsed into exact opcode counts per kernel

@@ -151,6 +151,7 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24
 .meta{color:#555} table{border-collapse:collapse;width:100%}
 th,td{padding:4px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
 th{background:#f6f6f8;font-weight:600} td.n{text-align:right;font-variant-numeric:tabular-nums}
+th.n{text-align:right}
 .bar{background:#e8e8ee;height:12px;width:110px;display:inline-block;vertical-align:middle;border-radius:2px;
      margin-right:6px}
 td.rate,td.status{white-space:nowrap}
@@ -180,7 +181,7 @@ def histogram_svg(scores, top):
     bins = [0] * nbins
     for s in scores:
         bins[min(int(s / width), nbins - 1)] += 1
-    W, H, pad, base = 640, 220, 36, 190
+    W, H, pad, base = 640, 236, 36, 190
     bw = (W - 2 * pad) / nbins
     peak = max(bins + [1])
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
@@ -199,7 +200,7 @@ def histogram_svg(scores, top):
                        f'text-anchor="middle">{n}</text>')
         if len(label) * 7 < bw or i % 2 == 0:
             out.append(f'<text x="{x + bw / 2:.1f}" y="{base + 14}" font-size="11" text-anchor="middle">{label}</text>')
-    out.append(f'<text x="{W / 2}" y="{H - 6}" font-size="12" text-anchor="middle">points (of {top})</text>')
+    out.append(f'<text x="{W / 2}" y="{H - 8}" font-size="12" text-anchor="middle">points (of {top})</text>')
     out.append('</svg>')
     return "\n".join(out)
 
@@ -226,7 +227,8 @@ def _html(d):
            _h(2, "Score distribution", "distribution"),
            histogram_svg(scores, s["graded_max"]) if scores else "<p>No submission was graded.</p>",
            _h(2, "Pass rate per check", "checks"),
-           "<table><tr><th>part</th><th>check</th><th>points</th><th>passed</th><th>failed</th><th>not graded</th>"
+           "<table><tr><th>part</th><th>check</th><th class='n'>points</th><th class='n'>passed</th>"
+           "<th class='n'>failed</th><th class='n'>not graded</th>"
            "<th>pass rate</th><th>what passing means</th></tr>"]
     for c in d["pass_rates"]:
         rate = c["rate"]
@@ -238,7 +240,7 @@ def _html(d):
                    f"<td class='rate'>{bar}</td><td><small>{_e(c['what'])}</small></td></tr>")
     out.append("</table>" + _h(2, "Most common reasons for lost points", "reasons"))
     if d["reasons"]:
-        out.append("<table><tr><th>students</th><th>points lost</th><th>part</th><th>checks</th><th>reason "
+        out.append("<table><tr><th class='n'>students</th><th class='n'>points lost</th><th>part</th><th>checks</th><th>reason "
                    "(an example)</th><th>who</th></tr>")
         for e in d["reasons"][:20]:
             who = ", ".join(f"<a href='students/{_e(n)}.html'>{_e(n)}</a>" for n in e["students"][:8])
@@ -248,8 +250,8 @@ def _html(d):
         out.append("</table>")
     else:
         out.append("<p>No points were lost.</p>")
-    out.append(_h(2, "Students", "students") + "<table><tr><th>student</th><th>status</th><th>score</th><th>of</th>"
-               "<th>needs GPU</th><th>seconds</th><th>note</th></tr>")
+    out.append(_h(2, "Students", "students") + "<table><tr><th>student</th><th>status</th><th class='n'>score</th>"
+               "<th class='n'>of</th><th class='n'>needs GPU</th><th class='n'>seconds</th><th>note</th></tr>")
     for r in rows:
         note = _e(r["reason"]) + (f" <span class='flag'>{_e(r['flags'])}</span>" if r["flags"] else "")
         out.append(f"<tr><td><a href='{_e(r['page'])}'>{_e(r['name'])}</a></td>"

@@ -327,9 +327,22 @@ def _kill(proc):
     proc.wait()
 
 
+def _public_text(text, record):
+    """The report as the student reads it, with the worker's temporary folders (deleted once it is
+    graded) replaced by what stays: the submission's path and the student's JSON in the class report."""
+    lines = (text or "").split("\n")
+    for i, line in enumerate(lines):
+        if i == 0 and " grade: " in line:
+            lines[i] = line.split(" grade: ")[0] + " grade: " + str(record["submission"]["path"])
+        elif line.startswith("JSON report (for teachers): "):
+            lines[i] = f"JSON report (for teachers): students/{record['name']}.json"
+    return "\n".join(lines)
+
+
 def _finish(plan, record, out, err):
     students = plan.out_dir / "students"
     name = record["name"]
+    out = _public_text(out, record) if out else out
     (students / f"{name}.txt").write_text(out or f"{record['status']}: {record['reason']}\n")
     (students / f"{name}.log").write_text(err)
     r = record.get("report") or {}
