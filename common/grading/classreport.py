@@ -102,6 +102,8 @@ def merge(g, plan, records=None, wall=None):
     data = {"what": f"{g.lab.short} class grade", "lab": g.lab.short, "lab_title": g.lab.title.split(":")[0],
             "submissions": plan.submissions, "seed": plan.seed, "seed_policy": plan.seed_policy,
             "parts": plan.parts, "no_gpu": plan.no_gpu, "arch": plan.arch, "run": rep.run_info(g.lab.dir),
+            # the GPUs the workers graded on, as their reports name them ("NVIDIA H200 (sm_90)")
+            "gpus": sorted({(r.get("report") or {}).get("gpu_text") for r in records} - {None}),
             "summary": summary, "checks": checks, "pass_rates": rates,
             "reasons": sorted(reasons.values(), key=lambda e: (-e["count"], -e["points"], e["part"], e["reason"])),
             "students": rows}
@@ -210,7 +212,7 @@ def _html(d):
     rows = d["students"]
     scores = [r["score"] for r in rows if r["status"] == "graded"]
     gpu = ("no GPU (NOGPU=1): the GPU checks are not graded" if d["no_gpu"]
-           else "GPU checks graded where a GPU was found")
+           else "GPU checks graded on " + (", ".join(d.get("gpus") or []) or "the GPU found"))
     seed = (f"seed {d['seed']} for every student" if d["seed_policy"] == "class"
             else f"one seed per student, from class seed {d['seed']} and the name")
     cards = [("students", s["students"]), ("graded", s["graded"]), ("mean", s["mean"]), ("median", s["median"]),
