@@ -13,6 +13,7 @@ its table (lab.py) that these read. `python -m common <target> --lab labs/<lab>`
     errors     CourseError: a problem the user can fix, printed as one line and a hint
     device     is there a CUDA GPU, what it is (name, sm_XX, SMs, clocks, L2), its peak rates
     build      nvcc for one or more architectures, `-Xptxas -v` parsed per kernel, header-aware stamps
+    headers    header-only libraries found at build time: CUTLASS/CuTe from the nvidia-cutlass wheel
     check      float64 references, poisoned outputs, verdicts
     timing     CUDA-event timing, L2 flushed and the stream given a head start between repetitions
     cublas     cuBLAS SGEMM, FP16/BF16/TF32 GemmEx through ctypes, on PyCUDA's primary context

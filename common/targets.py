@@ -3,7 +3,8 @@ short aligned table and writes its full data to a file (reports/ for build and s
 timings). `python -m common <target> --lab labs/<lab>` runs one (common/__main__.py).
 
 What each reads from the lab's table (common.lab):
-    build      every row (registers, spills, shared memory, on every architecture asked for)
+    build      every row (registers, spills, shared memory, on every architecture asked for);
+               ARCHS_WITHOUT_GPU: the architectures built when there is no GPU and no ARCH is given
     bench      LADDERS, BENCH_SIZES (default 1024, 2048, 4096), EXTRA_BASELINES {ladder: [precision]}
     sass       every row; rows with model["smem_loads_per_ffma"] get the loads-per-FFMA table
     tune       TUNING {ladder: Tuning(kernel, candidates, illegal, sizes)}; the best per GPU and size
@@ -73,7 +74,13 @@ def build_rows(lab, archs, kernels=None):
 
 
 def build(lab, args):
-    archs = nvbuild.resolve_archs(getattr(args, "arch", None))
+    asked = getattr(args, "arch", None)
+    archs = nvbuild.resolve_archs(asked)
+    if not asked and len(archs) > 1 and lab.option("ARCHS_WITHOUT_GPU"):
+        # no GPU here, no ARCH: a lab whose kernels compile slowly names the architectures its default
+        # build takes (its tests may compile the others); ARCH=all still builds all five
+        archs = list(lab.option("ARCHS_WITHOUT_GPU"))
+        print(f"(no GPU here: building {lab.name} for {', '.join(archs)} only, as its table asks; ARCH=all builds all five)")
     kernels = lab.all_kernels
     report.progress(0, 1, f"compiling {len(kernels)} kernels of {lab.name} for {', '.join(archs)}")
     rows = build_rows(lab, archs, kernels)

@@ -32,6 +32,10 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cp pyproject.toml "$tmp/"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "$tmp${extras:+[$extras]}"
 .venv/bin/python -m pip uninstall --quiet --yes matmul-lab-course >/dev/null 2>&1 || true
+# CuTe for lab 7b: CUTLASS's headers come in the nvidia-cutlass wheel (cutlass_library/source/include).
+# --no-deps: a build needs only the headers; the wheel's Python dependencies (cuda-python, scipy,
+# networkx, pydot, treelib) serve its Python code generator, which the course does not run.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps nvidia-cutlass==4.2.0.0
 # the one place that makes `common` importable in .venv (notebooks, a Python prompt, Jupyter): a .pth
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$PWD" > "$site/matmul-lab-course.pth"

@@ -1,0 +1,242 @@
+// c3_register_double_buffer.cu -- lab 7b, c3: c2 + register double buffering of the k-blocks
+//
+// C = alpha * A * B + beta * C, row-major FP32, A is M x K, B is K x N, C is M x N, any M, N, K >= 1.
+// With beta == 0, C is never read (it may hold NaN).
+// Entry points (one template): cute_sgemm_c3_vec    K % 4 == 0 and N % 4 == 0: 16-byte cp.async
+//                              cute_sgemm_c3_scalar any shape: 4-byte cp.async
+// Launch: 1-D block of THREADS = THR_M * THR_N = 256, grid (ceil(N / BN), ceil(M / BM)), SMEM_BYTES of
+// dynamic shared memory (96 KB by default).
+//
+// What c3 adds over c2: two register sets per operand, tCrA (MMA, MMA_M, 2). While k-block k's FFMA
+// run on set k & 1, the thread loads k-block k+1 from shared memory into the other set, so an FFMA
+// never waits for the LDS just before it (the worklog's "scoreboard" stall). The last k-block of a
+// tile loads k-block 0 of the next tile, after the tile's barrier: the loads cross the barrier too,
+// which c2's loop (and ptxas, which cannot move a load across a barrier) cannot do. Inside a tile
+// ptxas already schedules c2's loads early on its own (the loop is unrolled), so the SASS of c2 and
+// c3 differ little there; the measured difference is the README's.
+//
+// SASS to look for: as c2; the first LDS of each tile sits between the DEPBAR/BAR.SYNC and the last
+// k-block's FFMA.
+
+#ifndef BM
+#define BM 128      // block tile rows: 8 per thread x THR_M = 16
+#endif
+#ifndef BN
+#define BN 128      // block tile columns: 8 per thread x THR_N = 16
+#endif
+#ifndef BK
+#define BK 32       // k-slice per tile: a 128-byte row of the k-major sA tile
+#endif
+#ifndef STAGES
+#define STAGES 3    // shared buffers: 2 tiles in flight while one is computed (32 KB each)
+#endif
+#ifndef THR_M
+#define THR_M 16    // MMA threads along M
+#endif
+#ifndef THR_N
+#define THR_N 16    // MMA threads along N, the fast index: a warp is 2 m-rows x 16 n-columns of threads
+#endif
+
+#define THREADS (THR_M * THR_N)                                        // threads per block
+#define SMEM_BYTES (STAGES * (BM * BK + BN * BK) * sizeof(float))      // dynamic, bytes
+
+#include "cute_sgemm.cuh"
+
+namespace c3 {
+using namespace cute;
+
+constexpr int B_COLS = BN < THREADS ? BN : THREADS;   // scalar B copy: threads across a row
+
+static_assert(BM > 0 && BN > 0 && BK > 0 && THR_M > 0 && THR_N > 0, "c3: every tile parameter must be positive");
+static_assert(THREADS % 32 == 0 && THREADS <= 1024, "c3: THR_M * THR_N must be whole warps, at most 1024 threads");
+static_assert(BM % THR_M == 0 && BN % THR_N == 0, "c3: the MMA threads must tile the block tile (BM % THR_M == 0, BN % THR_N == 0)");
+static_assert((BM / THR_M) * (BN / THR_N) <= 128, "c3: at most 128 accumulators per thread (more do not fit 255 registers)");
+static_assert(BK % 4 == 0, "c3: BK must be a multiple of 4 (A is copied in 16-byte chunks along k)");
+static_assert(THREADS % (BK / 4) == 0 && BM % (THREADS / (BK / 4)) == 0, "c3: the A tile's 16-byte chunks must split evenly over THREADS");
+static_assert(THREADS % (BN / 4) == 0 && BK % (THREADS / (BN / 4)) == 0, "c3: the B tile's 16-byte chunks must split evenly over THREADS");
+static_assert(THREADS % BK == 0 && BM % (THREADS / BK) == 0, "c3: the scalar A copy needs THREADS % BK == 0 and BM % (THREADS / BK) == 0");
+static_assert(BN % B_COLS == 0 && BK % (THREADS / B_COLS) == 0, "c3: the scalar B copy needs BN % min(BN, THREADS) == 0 and whole k-rows per pass");
+static_assert(STAGES >= 2 && STAGES <= 8, "c3: STAGES must be 2..8 (one buffer computed on, at least one being filled)");
+static_assert(SMEM_BYTES <= 227 * 1024, "c3: STAGES x (BM + BN) x BK floats exceed 227 KB, the most a block may use "
+                                        "(sm_86/89/120 give 99 KB; the launcher checks the device)");
+
+using TileM = Int<BM>;
+using TileN = Int<BN>;
+using TileK = Int<BK>;
+using Stages = Int<STAGES>;
+
+// Shared memory, one layout per operand, the stage as a third mode (the layouts' cosize is the
+// allocation: SMEM_BYTES is checked against it below).
+//   sA (BM, BK, STAGES) : (BK, 1, BM BK)  k contiguous, as A lies in global memory
+//   sB (BN, BK, STAGES) : (1, BN, BN BK)  n contiguous, as B lies in global memory
+using SmemLayoutA = decltype(make_layout(make_shape(TileM{}, TileK{}, Stages{}),
+                                         make_stride(TileK{}, _1{}, Int<BM * BK>{})));
+using SmemLayoutB = decltype(make_layout(make_shape(TileN{}, TileK{}, Stages{}),
+                                         make_stride(_1{}, TileN{}, Int<BN * BK>{})));
+static_assert(SMEM_BYTES == (cosize_v<SmemLayoutA> + cosize_v<SmemLayoutB>) * sizeof(float),
+              "c3: SMEM_BYTES must be what the two shared layouts occupy");
+
+// The tiled copies global -> shared: a thread layout and the values each thread moves per copy atom.
+// vec: 16-byte cp.async (cp.async.cg: L2 only, LDGSTS.E.BYPASS.128), zero-filling outside the matrix;
+// scalar (any K, N): 4-byte cp.async.ca per element. The thread layouts run along the contiguous mode,
+// so a warp reads whole 128-byte lines: A rows k-first, B rows n-first.
+template <bool VEC>
+struct Copies;
+
+template <>
+struct Copies<true> {
+    // A: (THREADS / (BK/4), BK/4) threads, k fastest, x (1, 4) values: 8 threads per 128-byte row of A.
+    using A = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
+        make_layout(make_shape(Int<THREADS / (BK / 4)>{}, Int<BK / 4>{}), LayoutRight{}),
+        make_layout(make_shape(_1{}, _4{}))));
+    // B: (BN/4, THREADS / (BN/4)) threads, n fastest, x (4, 1) values: a warp reads 512 bytes of a B row.
+    using B = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
+        make_layout(make_shape(Int<BN / 4>{}, Int<THREADS / (BN / 4)>{})),
+        make_layout(make_shape(_4{}, _1{}))));
+};
+
+template <>
+struct Copies<false> {
+    using A = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
+        make_layout(make_shape(Int<THREADS / BK>{}, Int<BK>{}), LayoutRight{}),
+        make_layout(make_shape(_1{}, _1{}))));
+    using B = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
+        make_layout(make_shape(Int<B_COLS>{}, Int<THREADS / B_COLS>{})),
+        make_layout(make_shape(_1{}, _1{}))));
+};
+
+// The tiled MMA: UniversalFMA (one FFMA by one thread) tiled over THR_M x THR_N threads, n the fast
+// index (thread t: m-index t / THR_N, n-index t % THR_N). Partitioning the 128 x 128 tile repeats the
+// 16 x 16 thread tile 8 x 8 times: thread t owns rows t/16 + 16 i, columns t%16 + 16 j, 64 accumulators.
+using TiledMma = decltype(make_tiled_mma(UniversalFMA<float, float, float>{},
+    Layout<Shape<Int<THR_M>, Int<THR_N>, _1>, Stride<Int<THR_N>, _1, _0>>{}));
+
+template <bool VEC>
+__device__ __forceinline__ void body(int M, int N, int K, float alpha, const float* A, const float* B,
+                                     float beta, float* C)
+{
+    const int bm = blockIdx.y, bn = blockIdx.x;           // the block's tile of C
+
+    Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, _1{}));   // (M, K)
+    Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(_1{}, N));   // (N, K)
+    Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(N, _1{}));   // (M, N)
+    auto tiler = make_shape(TileM{}, TileN{}, TileK{});
+    auto coord = make_coord(bm, bn, _);
+    Tensor gA = local_tile(mA, tiler, coord, Step<_1, X, _1>{});     // (BM, BK, k_tiles)
+    Tensor gB = local_tile(mB, tiler, coord, Step<X, _1, _1>{});     // (BN, BK, k_tiles)
+    Tensor gC = local_tile(mC, tiler, coord, Step<_1, _1, X>{});     // (BM, BN)
+
+    extern __shared__ float4 smem_raw[];
+    float* smem = reinterpret_cast<float*>(smem_raw);
+    Tensor sA = make_tensor(make_smem_ptr(smem), SmemLayoutA{});                          // (BM, BK, STAGES)
+    Tensor sB = make_tensor(make_smem_ptr(smem + cosize_v<SmemLayoutA>), SmemLayoutB{});   // (BN, BK, STAGES)
+
+    // Copies global -> shared, partitioned per thread, and the (m, k) / (n, k) coordinate of each element
+    // (an identity tensor partitioned the same way) to predicate them at the edges of the matrices.
+    typename Copies<VEC>::A copy_a;
+    typename Copies<VEC>::B copy_b;
+    auto thr_a = copy_a.get_slice(threadIdx.x);
+    auto thr_b = copy_b.get_slice(threadIdx.x);
+    Tensor tAgA = thr_a.partition_S(gA);                                   // (CPY, CPY_M, CPY_K, k_tiles)
+    Tensor tAsA = thr_a.partition_D(sA);                                   // (CPY, CPY_M, CPY_K, STAGES)
+    Tensor tBgB = thr_b.partition_S(gB);                                   // (CPY, CPY_N, CPY_K, k_tiles)
+    Tensor tBsB = thr_b.partition_D(sB);                                   // (CPY, CPY_N, CPY_K, STAGES)
+    Tensor tAcA = thr_a.partition_S(make_identity_tensor(make_shape(TileM{}, TileK{})));   // (CPY, CPY_M, CPY_K)
+    Tensor tBcB = thr_b.partition_S(make_identity_tensor(make_shape(TileN{}, TileK{})));   // (CPY, CPY_N, CPY_K)
+    const int m_left = M - bm * BM, n_left = N - bn * BN;
+    const bool inside = m_left >= BM && n_left >= BN;
+    const int k_tiles = (K + BK - 1) / BK;
+
+    // Tile t into buffer s. A block wholly inside the matrices copies unpredicated; at an edge each
+    // 16-byte (vec) or 4-byte (scalar) copy is predicated on its first element's coordinate, and a
+    // false predicate zero-fills (cp.async with src-size 0), so the MMA multiplies zeros there.
+    auto load_tile = [&](int t, int s) {
+        const int k_left = K - t * BK;
+        if (inside && k_left >= BK) {
+            copy(copy_a, tAgA(_, _, _, t), tAsA(_, _, _, s));
+            copy(copy_b, tBgB(_, _, _, t), tBsB(_, _, _, s));
+        } else {
+            auto pa = cute::lazy::transform(tAcA, [&](auto c) { return elem_less(c, make_coord(m_left, k_left)); });
+            auto pb = cute::lazy::transform(tBcB, [&](auto c) { return elem_less(c, make_coord(n_left, k_left)); });
+            Tensor dA = tAsA(_, _, _, s);
+            Tensor dB = tBsB(_, _, _, s);
+            copy_if(copy_a, pa, tAgA(_, _, _, t), dA);
+            copy_if(copy_b, pb, tBgB(_, _, _, t), dB);
+        }
+    };
+
+    // The MMA's view: each thread's values of A, B and C. The register sets hold 2 k-blocks (not BK):
+    // the k mode of the shared partitions is (MMA, MMA_M, MMA_K = BK, STAGES).
+    TiledMma mma;
+    auto thr_mma = mma.get_slice(threadIdx.x);
+    Tensor tCsA = thr_mma.partition_A(sA);                 // (MMA, MMA_M, MMA_K, STAGES)
+    Tensor tCsB = thr_mma.partition_B(sB);                 // (MMA, MMA_N, MMA_K, STAGES)
+    Tensor tCgC = thr_mma.partition_C(gC);                 // (MMA, MMA_M, MMA_N)
+    Tensor tCrA = make_tensor<float>(make_shape(size<0>(tCsA), size<1>(tCsA), _2{}));   // (MMA, MMA_M, 2)
+    Tensor tCrB = make_tensor<float>(make_shape(size<0>(tCsB), size<1>(tCsB), _2{}));   // (MMA, MMA_N, 2)
+    Tensor tCrC = thr_mma.make_fragment_C(tCgC);           // (MMA, MMA_M, MMA_N)
+    clear(tCrC);
+
+    // Prologue: tiles 0 .. STAGES-2 in flight, one commit group each (empty when K is short, so that
+    // "wait until at most STAGES-2 groups are pending" always means "the next tile has landed").
+    CUTE_UNROLL
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < k_tiles) load_tile(s, s);
+        cp_async_fence();
+    }
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    int read = 0, write = STAGES - 1;
+    copy(tCsA(_, _, 0, read), tCrA(_, _, 0));             // k-block 0 of tile 0 into register set 0
+    copy(tCsB(_, _, 0, read), tCrB(_, _, 0));
+
+    // Main loop. Tile t+STAGES-1 is copied into the buffer tile t-1 left; then per k-block: load the
+    // next k-block into the other register set, and multiply this one (gemm: the outer product of
+    // the thread's 8 A and 8 B values, 64 FFMA). One barrier per tile.
+    for (int t = 0; t < k_tiles; ++t) {
+        if (t + STAGES - 1 < k_tiles) load_tile(t + STAGES - 1, write);
+        cp_async_fence();
+        CUTE_UNROLL
+        for (int k = 0; k < BK; ++k) {
+            if (k == BK - 1) {   // tile t+1 has landed for everyone, and everyone holds tile t's last
+                                 // k-block in registers: tile t's buffer is free for the next copy
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                write = read;
+                read = (read + 1 == STAGES) ? 0 : read + 1;
+            }
+            const int kn = (k + 1) % BK;   // k-block k+1: of this tile, or (k = BK-1) the next tile's first
+            copy(tCsA(_, _, kn, read), tCrA(_, _, (k + 1) & 1));
+            copy(tCsB(_, _, kn, read), tCrB(_, _, (k + 1) & 1));
+            gemm(mma, tCrA(_, _, k & 1), tCrB(_, _, k & 1), tCrC);
+        }
+    }
+
+    // Epilogue: C = alpha acc + beta C per element, predicated (a thread's columns are 16 apart).
+    Tensor tCcC = thr_mma.partition_C(make_identity_tensor(make_shape(TileM{}, TileN{})));   // (MMA, MMA_M, MMA_N)
+    cute_sgemm::store_c_scalar(tCrC, tCgC, tCcC, make_coord(m_left, n_left), alpha, beta);
+}
+
+}  // namespace c3
+
+// Launch bounds. Left to itself, ptxas for sm_80, sm_86 and sm_89 caps this kernel at 128 registers (two
+// blocks per SM) and spills 40-48 bytes; a minimum of one block per SM lets it take what it needs there
+// (about 200, no spill). For sm_90 and later it fits 128 without spilling, and that is the build the
+// README's H200 numbers measure, so the bound stays as in the other rungs.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define C3_BOUNDS __launch_bounds__(THREADS, 1)
+#else
+#define C3_BOUNDS __launch_bounds__(THREADS)
+#endif
+
+extern "C" __global__ void C3_BOUNDS
+cute_sgemm_c3_vec(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
+{
+    c3::body<true>(M, N, K, alpha, A, B, beta, C);
+}
+
+extern "C" __global__ void C3_BOUNDS
+cute_sgemm_c3_scalar(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
+{
+    c3::body<false>(M, N, K, alpha, A, B, beta, C);
+}

@@ -1,0 +1,50 @@
+"""Lab 7b on the GPU: every rung and variant against a float64 reference, C = alpha A B + beta C.
+
+Shapes: a 1x1x1 product, partial tiles on every side (127, 129), K odd or not a multiple of 4 (the
+scalar variant), K smaller than one k-tile, tall-skinny and short-wide, full tiles. The output is
+poisoned with NaN first; with beta = 0 the C the kernel gets holds NaN, so a kernel that reads it
+anyway fails. The tolerance is FP32's bound from common/precision.py (gamma_K |A||B| plus the
+rounding of alpha and beta)."""
+import pytest
+
+from common.testing import gpu_cases, lab_of, needs_gpu
+
+LAB = lab_of(__file__)
+
+SHAPES = [(1, 1, 1), (1, 300, 77), (17, 33, 9), (127, 129, 131), (129, 127, 64), (128, 130, 128),
+          (257, 129, 513), (1000, 3, 520), (4099, 3, 64), (2, 3001, 40), (5, 7, 2048), (512, 512, 512),
+          (300, 300, 1), (256, 256, 4), (384, 640, 100)]
+CASES, IDS = gpu_cases(LAB.own(), SHAPES)
+AB_SHAPES = [(1, 1, 1), (127, 129, 131), (256, 260, 64), (512, 512, 96)]
+AB_CASES, AB_IDS = gpu_cases(LAB.own(), AB_SHAPES)
+
+
+@needs_gpu
+@pytest.mark.parametrize("name,variant,shape", CASES, ids=IDS)
+def test_rung_matches_float64_reference(name, variant, shape):
+    verdict = LAB.check(name, *shape, variant=variant)
+    assert verdict.ok, str(verdict)
+
+
+@needs_gpu
+@pytest.mark.parametrize("alpha,beta", [(1.5, 0.5), (-0.75, 0.0), (1.0, -2.0)])
+@pytest.mark.parametrize("name,variant,shape", AB_CASES, ids=AB_IDS)
+def test_alpha_and_beta(name, variant, shape, alpha, beta):
+    """With beta = 0 the C the kernel gets holds NaN: a kernel that reads it anyway fails."""
+    verdict = LAB.check(name, *shape, variant=variant, alpha=alpha, beta=beta)
+    assert verdict.ok, str(verdict)
+
+
+@needs_gpu
+@pytest.mark.parametrize("params", [dict(BN=256, BK=16), dict(BN=256, BK=8, A_MMAJOR=1),
+                                    dict(BN=256, BK=16, A_MMAJOR=1, FMA_ORDER=1)],
+                         ids=lambda p: "_".join(f"{k}{v}" for k, v in p.items()))
+def test_tuning_configurations_of_c5_are_correct(params):
+    """What `make tune` may pick is checked by the tuner after timing; these three are checked here
+    on awkward shapes, both variants, beta = 0 and beta != 0."""
+    k = LAB.kernel("c5").with_params(**params)
+    for shape, beta in (((257, 259, 515), 0.0), ((300, 516, 129), 0.5), ((129, 131, 67), 0.0)):
+        for variant in k.variants:
+            if k.serves(variant, *shape):
+                verdict = LAB.check(k, *shape, variant=variant, alpha=1.25, beta=beta)
+                assert verdict.ok, str(verdict)
