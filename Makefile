@@ -43,12 +43,17 @@ labs:
 .venv/.ready: pyproject.toml scripts/setup-venv.sh
 	@scripts/setup-venv.sh
 
+# labs built at once by make test (each one compiles on every core)
+BUILD_JOBS := 2
 # pytest on every core (pytest-xdist, in .venv): most of the time goes to nvcc, one process each; a test
 # file stays on one worker, so its fixtures are built once. JOBS=1 runs everything in one process.
 TEST_JOBS = $(if $(filter 1,$(JOBS)),,$(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo '-n $(or $(JOBS),auto) --dist loadfile'))
 
+# the labs build side by side (one lab's last slow compile no longer leaves the other cores idle); each
+# lab's output is printed whole when it is done, and a failed build stops make test before pytest
 test: $(SETUP)
-	@for d in $(LABS); do $(MAKE) --no-print-directory -C $$d build || exit 1; done
+	@printf '%s\n' $(LABS) | xargs -P $(BUILD_JOBS) -I{} sh -c \
+	  'echo "building {} ..."; out=$$($(MAKE) --no-print-directory -C {} build 2>&1); s=$$?; printf "%s\n" "$$out"; exit $$s' || exit 1
 	$(PYTHON) -m pytest $(TEST_JOBS) $(if $(LAB),$(addsuffix /tests,$(LABS)),tests labs)
 
 $(LAB_TARGETS): $(SETUP)
