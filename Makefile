@@ -46,10 +46,8 @@ labs:
 # labs built at once by make test (each one compiles on every core)
 BUILD_JOBS := 2
 # pytest on every core (pytest-xdist, in .venv): most of the time goes to nvcc, one process each; a test
-# file stays on one worker, so its fixtures are built once. One worker more than cores: some tests wait
-# (on Slurm's jobs, a browser, a time-out) rather than compute. JOBS=1 runs everything in one process.
-TEST_WORKERS := $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
-TEST_JOBS = $(if $(filter 1,$(JOBS)),,$(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo '-n $(or $(JOBS),$(TEST_WORKERS)) --dist loadfile'))
+# file stays on one worker, so its fixtures are built once. JOBS=1 runs everything in one process.
+TEST_JOBS = $(if $(filter 1,$(JOBS)),,$(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo '-n $(or $(JOBS),auto) --dist loadfile'))
 
 # the labs build side by side (one lab's last slow compile no longer leaves the other cores idle); each
 # lab's output is printed whole when it is done, and a failed build stops make test before pytest
