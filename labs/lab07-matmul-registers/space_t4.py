@@ -1,7 +1,7 @@
 """Tuning space of lab 7's t4 (kernels/t4_mma_ldmatrix.cu), for the course's autotuner.
 
     DEFAULTS                 the .cu file's #ifndef values
-    candidates()             -> list of parameter dicts (full: every parameter named), ~20 configs
+    candidates()             -> list of parameter dicts (full: every parameter named), ~30 configs
     reason_illegal(params)   -> None if the .cu's static_asserts accept params, else the sentence
     threads(p), smem_bytes(p) the THREADS and SMEM_BYTES macros of the .cu
 
@@ -79,7 +79,7 @@ def reason_illegal(params):
 
 
 def candidates():
-    """Block tiles of 4 or 8 warps of 64 x 64 (plus two of 64 x 32), BK 32/64, 2-5 stages, GROUP 1-16."""
+    """Block tiles of 4 or 8 warps of 64 x 64 (plus two of 64 x 32), BK 32/64, 2-6 stages, GROUP 1-32."""
     c = []
     for bm, bn in ((128, 256), (256, 128)):            # 8 warps of 64 x 64, one block per SM
         for bk, st in ((32, 3), (32, 4), (32, 5), (64, 3), (64, 4)):
@@ -92,6 +92,12 @@ def candidates():
     c.append(dict(BM=128, BN=256, BK=32, WM=64, WN=64, STAGES=2, GROUP=8))   # ablation: 2 stages
     c.append(dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=4, GROUP=8))   # 8 warps of 64 x 32
     c.append(dict(BM=128, BN=128, BK=64, WM=64, WN=32, STAGES=3, GROUP=8))
+    # BK = 64 (half the barriers per k: the best of the first H200 tune) with other raster widths,
+    # and two 4-warp blocks per SM (each block's prologue and epilogue hidden by the other's loop).
+    for g in (4, 16):
+        c.append(dict(BM=128, BN=256, BK=64, WM=64, WN=64, STAGES=4, GROUP=g))
+        c.append(dict(BM=128, BN=128, BK=64, WM=64, WN=64, STAGES=3, GROUP=g))   # 96 KB: 2 per SM
+    c.append(dict(BM=256, BN=128, BK=64, WM=64, WN=64, STAGES=4, GROUP=16))
     out = []
     for p in c:
         p = dict(DEFAULTS, **p)
