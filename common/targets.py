@@ -393,6 +393,23 @@ def tuned_kernel(lab, ladder, facts, size=4096):
         return None
 
 
+def _read_json(path):
+    import json
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def merge_tuned(recorded, best):
+    """The tuned record after a run: the classes this run timed take its best, the others keep what
+    an earlier run recorded (`make tune SIZE=4096` must not forget the 2048^3 winner)."""
+    merged = {ladder: dict(classes) for ladder, classes in (recorded.get("best") or {}).items()}
+    for ladder, classes in best.items():
+        merged.setdefault(ladder, {}).update(classes)
+    return merged
+
+
 def _as_tuning(spec):
     return spec if isinstance(spec, Tuning) else Tuning(spec[0], spec[1])
 
@@ -494,8 +511,12 @@ def tune(lab, args):
         "what": stem, "lab": lab.name, "gpu": facts, "run": info, "results": results, "failures": failures,
         "refused": rejected_all, "best": best, "budget_s": budget,
         "ladders": {ld: ladder_info(lab, ld, facts) for ld in tuning}})
-    tuned = report.write_json(tuned_path(lab, facts), {"gpu": facts["name"], "arch": arch, "run": info, "best": best,
-                                                        "from": _shown(lab, path)})
+    for classes in best.values():
+        for b in classes.values():
+            b["from"] = _shown(lab, path)
+    record = merge_tuned(_read_json(tuned_path(lab, facts)), best)
+    tuned = report.write_json(tuned_path(lab, facts), {"gpu": facts["name"], "arch": arch, "run": info,
+                                                        "best": record, "from": _shown(lab, path)})
     for ladder, classes in best.items():
         for cls, b in classes.items():
             print(f"best {ladder} ({cls} squares, timed at {b['size']}^3): {b['kernel']} {b['params'] or '(the default)'}: "

@@ -106,3 +106,18 @@ def test_tflops_against_size_has_a_panel_per_ladder():
 
 def test_checks_name_the_ladder():
     assert records.checks(synthetic_record())[0] == "fp32: PASS cuBLAS 4096^3"
+
+
+def test_a_tune_at_one_size_keeps_the_other_size_classes_it_did_not_time():
+    """`make tune SIZE=4096` replaces the large-squares winner and leaves the 2048^3 (medium) one."""
+    from common.targets import merge_tuned
+    recorded = {"best": {"fp32": {"medium": {"kernel": "v8", "params": {"STAGES": 2}, "size": 2048},
+                                  "large": {"kernel": "v8", "params": {}, "size": 8192}}}}
+    new = {"fp32": {"large": {"kernel": "v8", "params": {"GROUP": 16}, "size": 4096}},
+           "fp16": {"large": {"kernel": "t4", "params": {"BK": 64}, "size": 4096}}}
+    merged = merge_tuned(recorded, new)
+    assert merged["fp32"]["medium"]["params"] == {"STAGES": 2}
+    assert merged["fp32"]["large"]["params"] == {"GROUP": 16}
+    assert merged["fp16"]["large"]["params"] == {"BK": 64}
+    assert merge_tuned({}, new) == new
+    assert recorded["best"]["fp32"]["large"]["params"] == {}      # the record read is not changed
