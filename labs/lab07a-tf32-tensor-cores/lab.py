@@ -48,9 +48,9 @@ TF32 = [
          "each lane's accumulator pairs are adjacent in C: STG.E.64 (worklog: 90 %)"),
     _row("k7", "k7_unroll_xor_stages.cu", "k6 + full unrolling, the XOR stage toggle",
          "the worklog's final kernel: level with cuBLAS on an A100 (98-100 %)"),
-    _row("k8", "k8_transposed_b.cu", "past the worklog: B transposed by 4-byte cp.async, ldmatrix for both "
-         "operands, t4's register double buffer",
-         "with B stored n-major, ldmatrix delivers B fragments as it does A's: 4 LDSM instead of 16 LDS per k8 step"),
+    _row("k8", "k8_permuted_columns.cu", "past the worklog: lab 7's t4 pipeline on TF32, B by LDS.128",
+         "an mma's columns may be any columns of C: B fragments and C stores go 128 bits wide, and the "
+         "next step's fragments load while this one computes"),
 ]
 
 # The FP32 baselines in the same table: cuBLAS SGEMM (TF32 off) and lab 7's best FP32 kernel.
