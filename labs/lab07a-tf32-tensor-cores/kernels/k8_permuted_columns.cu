@@ -66,10 +66,6 @@
 #ifndef TF32_ROUND
 #define TF32_ROUND 1  // 1: round operands to the nearest TF32 (sm_90: one F2FP each); 0: truncate
 #endif
-// Ablation switch (not a tuning parameter; the default is the kernel this file teaches):
-#ifndef K8_REGDB
-#define K8_REGDB 1    // 0: one fragment set: each k8 step loads its fragments, then computes (k7's way)
-#endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #define SMEM_BYTES (STAGES * (BM * BK + BK * BN) * sizeof(float))
@@ -269,12 +265,10 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     cp_async_wait<STAGES - 2>();   // tile 0 has landed (this thread's copies) ...
     __syncthreads();               // ... and everyone's
     int rs = 0, ws = STAGES - 1;   // read and write stage
-    if (K8_REGDB) {
 #pragma unroll
-        for (int i = 0; i < MI; ++i) load_a(0, i, 0, 0);
+    for (int i = 0; i < MI; ++i) load_a(0, i, 0, 0);
 #pragma unroll
-        for (int h = 0; h < NJ / 4; ++h) load_b(0, h, 0, 0);
-    }
+    for (int h = 0; h < NJ / 4; ++h) load_b(0, h, 0, 0);
 
 #pragma unroll 1
     for (int kt = 0; kt < ktiles; ++kt) {
@@ -286,28 +280,15 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
                 cp_async_commit();         // always, even empty: the wait arithmetic stays fixed
                 ws = (ws + 1 == STAGES) ? 0 : ws + 1;
             }
-            // Tile kt+1 has landed for every thread, and every warp has read its last fragments of
-            // tile kt: STAGES + kt groups are committed and tile kt+1's is older than the STAGES-2
-            // newest; the barrier orders those reads before the copies into tile kt's buffer at
-            // kk = 0 of tile kt+1. With two register sets the last step's fragments were loaded one
-            // step earlier, so the barrier comes before its MMAs (which then load tile kt+1's step 0).
-            auto next_stage = [&]() {
+            if (kk == KSTEPS - 1) {
+                // STAGES + kt groups committed; tile kt+1's is older than the STAGES-2 newest. The
+                // barrier also orders every warp's last reads of tile kt before the copies into its
+                // buffer at kk = 0 of tile kt+1.
                 cp_async_wait<STAGES - 2>();
                 __syncthreads();
                 rs = (rs + 1 == STAGES) ? 0 : rs + 1;
-            };
-            if (K8_REGDB) {
-                if (kk == KSTEPS - 1) next_stage();
-                mma_step(kk % 2, kk < KSTEPS - 1 || kt + 1 < ktiles, (kk + 1) % 2, rs, (kk + 1) % KSTEPS);
-            } else {
-                // ablation: load this step's fragments, compute, and only then the barrier
-#pragma unroll
-                for (int i = 0; i < MI; ++i) load_a(0, i, rs, kk);
-#pragma unroll
-                for (int h = 0; h < NJ / 4; ++h) load_b(0, h, rs, kk);
-                mma_step(0, false, 0, rs, 0);
-                if (kk == KSTEPS - 1) next_stage();
             }
+            mma_step(kk % 2, kk < KSTEPS - 1 || kt + 1 < ktiles, (kk + 1) % 2, rs, (kk + 1) % KSTEPS);
         }
     }
     cp_async_wait<0>();            // only empty groups can be pending; leave no copy in flight
