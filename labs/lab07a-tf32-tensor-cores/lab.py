@@ -1,6 +1,5 @@
 """Lab 7a, TF32 tensor cores: an FP32 GEMM (C = alpha A B + beta C, FP32 in and out) moved onto the
-TF32 tensor cores in seven measured rungs, after the worklog "Optimising fp32 GEMM on A100", and an
-eighth past it (lab 7's t4 lessons on TF32). The
+TF32 tensor cores in seven measured rungs, after the worklog "Optimising fp32 GEMM on A100". The
 lab's table: data, no code (common/lab.py says how every target reads it).
 
 Each rung's tile parameters live in its .cu file; the rows say what the source cannot: entry points,
@@ -48,9 +47,6 @@ TF32 = [
          "each lane's accumulator pairs are adjacent in C: STG.E.64 (worklog: 90 %)"),
     _row("k7", "k7_unroll_xor_stages.cu", "k6 + full unrolling, the XOR stage toggle",
          "the worklog's final kernel: level with cuBLAS on an A100 (98-100 %)"),
-    _row("k8", "k8_permuted_columns.cu", "past the worklog: lab 7's t4 pipeline on TF32, B by LDS.128",
-         "an mma's columns may be any columns of C: B fragments and C stores go 128 bits wide, and the "
-         "next step's fragments load while this one computes"),
 ]
 
 # The FP32 baselines in the same table: cuBLAS SGEMM (TF32 off) and lab 7's best FP32 kernel.

@@ -20,8 +20,6 @@ K2 = Tiling.of(KERNELS / "k2_mma_swizzle.cu")
 K4 = Tiling.of(KERNELS / "k4_ldmatrix_2d_warps.cu")
 K2_BK, K2_BN, K2_THREADS = (int(K2.value(n)) for n in ("BK", "BN", "THREADS"))
 K4_BK, K4_BN = int(K4.value("BK")), int(K4.value("BN"))
-K8 = Tiling.of(KERNELS / "k8_permuted_columns.cu")
-K8_BN, K8_WN, K8_THREADS = (int(K8.value(n)) for n in ("BN", "WN", "THREADS"))
 
 
 def a_off(m, k, BK, swizzle=True):
@@ -66,26 +64,6 @@ def b_tile_store(BN=K2_BN, swizzle=True, i=0, threads=K2_THREADS):
     return [4 * b_off((c + i * threads) // groups, ((c + i * threads) % groups) * 4, BN, swizzle) for c in range(32)]
 
 
-def k8_b_off(k, n, BN=K8_BN, swizzle=True):
-    """k8's Bs[BK][BN]: float4 group x = n / 4 of row k stored at x ^ f(k % 4), f = 0, 1, 4, 5."""
-    x = n >> 2
-    if swizzle:
-        x ^= (k & 1) | ((k & 2) << 1)
-    return k * BN + (x << 2) + (n & 3)
-
-
-def k8_b_fragment_read(BN=K8_BN, WN=K8_WN, swizzle=True, h=0):
-    """k8's LDS.128 of B: lane (g, t) reads columns NJ g + 4h .. + 3 of k-row t (NJ = WN / 8, warp 0)."""
-    nj = WN // 8
-    return [4 * k8_b_off(t, nj * g + 4 * h, BN, swizzle) for g, t in _lanes()]
-
-
-def k8_b_tile_store(BN=K8_BN, swizzle=True, threads=K8_THREADS):
-    """k8's 16-byte cp.async of B: thread c writes columns 4 (c % (BN/4)) .. +3 of k-row c / (BN/4)."""
-    groups = BN // 4
-    return [4 * k8_b_off(c // groups, (c % groups) * 4, BN, swizzle) for c in range(32)]
-
-
 def a_ldmatrix_rows(BK=K4_BK, swizzle=True):
     """k4+: the 32 row addresses of ldmatrix.x4 for one A fragment: lane l -> &As[l % 16][(l / 16) * 4]."""
     return [4 * a_off(l % 16, (l // 16) * 4, BK, swizzle) for l in range(32)]
@@ -103,11 +81,6 @@ BANK_ACCESSES = {
     "k4 A fragment LDSM.x4":           SharedAccess(a_ldmatrix_rows, {}, "LDSM.x4", 16, "8 rows of 128 B, groups swizzled"),
     "k4 A fragment LDSM.x4, no swizzle": SharedAccess(a_ldmatrix_rows, {"swizzle": False}, "LDSM.x4", 16, "8 rows 128 B apart: one bank group"),
     "k4 B fragment LDS (b0)":          SharedAccess(b_fragment_read, {"BN": K4_BN}, "LDS", 4, "as k2"),
-    "k8 B fragment LDS.128":           SharedAccess(k8_b_fragment_read, {}, "LDS.128", 16,
-                                                    "4 k-rows x 2 float4 per quarter warp, groups XOR f(k)"),
-    "k8 B fragment LDS.128, no swizzle": SharedAccess(k8_b_fragment_read, {"swizzle": False}, "LDS.128", 16,
-                                                      "4 k-rows 1 KB apart: 2 bank groups"),
-    "k8 B tile cp.async":              SharedAccess(k8_b_tile_store, {}, "STS.128", 16, "a row's groups, permuted in each line"),
 }
 
 # One BK tile per warp, as nvcc compiles k2 (NOTES: the B fragments are loaded once per k8 step and

@@ -93,19 +93,6 @@ def test_k2s_swizzle_removes_the_fragment_load_conflicts_in_the_bank_model():
         assert acc[name].evaluate().ways >= 4, name
 
 
-def test_k8s_swizzle_makes_its_128_bit_b_reads_and_copies_conflict_free_in_the_bank_model():
-    acc = LAB.module("models").BANK_ACCESSES
-    assert acc["k8 B fragment LDS.128"].evaluate().conflicts == 0
-    assert acc["k8 B tile cp.async"].evaluate().conflicts == 0
-    assert acc["k8 B fragment LDS.128, no swizzle"].evaluate().ways >= 4
-
-
-def test_k8s_model_mirrors_its_swizzle_text():
-    src = (LAB.kernels_dir / "k8_permuted_columns.cu").read_text()
-    assert "return (k & 1) | ((k & 2) << 1);" in src
-    assert "k * BN + ((((n >> 2) ^ b_swz(k))) << 2) + (n & 3)" in src
-
-
 def test_the_models_mirror_the_kernels_swizzle_text():
     """models.a_off / b_off are k2's: the expressions in the .cu file are the ones mirrored."""
     src = G.kernel_files()["k2"].read_text()
