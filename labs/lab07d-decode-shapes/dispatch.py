@@ -5,7 +5,7 @@ table (lab.py, DISPATCH; first match wins), and says which rule fired.
     choice = plan(precision, M, N, K, sms=None)   the choice alone (no GPU needed when sms is given)
     choice.rule, .when, .kernel, .variant, .splits, .label   "gemm[split-k: splitk_fp32/vec, splits=132]"
     check(precision, M, N, K, rng=None) -> (Verdict, choice): gemm against the float64 reference
-    splits_for(k, M, N, K, sms)         the split-K rule: ceil(sms / tiles), at most K / MIN_K_PER_SPLIT
+    splits_for(k, M, N, K, sms)         a split-K row's rule, else ceil(sms / tiles), at most K / MIN_K_PER_SPLIT
     shape_facts(precision, M, N, K, sms) -> the `s` a rule's predicate sees (M, N, K, sms, tiles, splits)
 
 Why a dispatcher at all: no one kernel is fast at every shape. At M = 1 a GEMM is a GEMV whose
@@ -94,7 +94,7 @@ def plan(prec, M, N, K, sms=None):
         k = _lab().bind(_lab().kernel(kernels[prec]))      # a name, or a row of lab.py's own
         splits = 0
         if k.launch_hook is not None and hasattr(k.launch_hook, "reduce"):
-            splits = k.launch_hook.splits or s.splits      # a row's fixed split, else the split-k rule's
+            splits = launch.splits_of(k, M, N, K, sms)     # a row's fixed split, else its rule (or split-k's)
             k = launch.with_splits(k, splits)
         if k.refusal(M, N, K):
             continue                      # a rule whose kernel cannot take the shape: the next rule

@@ -53,6 +53,14 @@ def _vec8_b(M, N, K):     # 8 halves: every row of B (the weights) 16-byte align
 # by the second, reduce kernel, which the hook launches after the main one (launch.py).
 SPLITK_ARGS = ("M", "N", "K", "A", "B", "C", "splits", "workspace")
 
+
+def _one_wave(M, N, K, sms, tiles):
+    """skinny_fp16's split (README, "The FP16 decode kernel"): as many splits as keep the grid within
+    one block per SM, floor(SMs / tiles), at least 1, none shorter than MIN_K_PER_SPLIT. Its blocks
+    carry 48 KB of weights in flight each, so one per SM saturates DRAM; a second wave, or a split
+    more, only adds partial tiles to reduce (H200: N = 8192, 128 tiles -> 1; N = 4096, 64 tiles -> 2)."""
+    return max(1, min(sms // tiles, K // MIN_K_PER_SPLIT))
+
 GEMV_FP32 = Kernel("gemv_fp32", "gemv.cu", _gemv_entries("fp32"), "fp32", choose=_gemv_choose(4),
                    title="GEMV on FFMA: 128-bit weight loads, each weight read once, A from L1/L2",
                    claim="M = 1 is a copy with arithmetic on the side: its speed is the bandwidth it reaches")
@@ -71,11 +79,17 @@ SPLITK_FP16 = Kernel("splitk_fp16", "splitk_fp16.cu", {"vec": "splitk_fp16_vec",
                      "fp16_tensor", choose=_vec8, args=SPLITK_ARGS, launch_hook=SplitK("splitk_fp16_reduce"),
                      title="split-K on tensor cores: t3's WMMA tile with cp.async, the same ordered reduce",
                      claim="the same split on tensor cores: the SM count predicts the speed-up, the reduce costs a little")
+SKINNY_FP16 = Kernel("skinny_fp16", "skinny_fp16.cu", {"vec": "skinny_fp16_vec", "scalar": "skinny_fp16_scalar"},
+                     "fp16_tensor", choose=_vec8, args=SPLITK_ARGS, launch_hook=SplitK(None, rule=_one_wave),
+                     title="the FP16 decode kernel: weights streamed through a cp.async ring into mma.sync, "
+                           "split-K reduced in the kernel by a ticket, in split order",
+                     claim="bytes stay in flight while the tensor cores work, and one launch does the split: "
+                           "M = 1 to 64 stream the weights at the copy bandwidth")
 
 LAB7 = load("lab07-matmul-registers")      # lab 7's best kernel of each precision, for the squares
 LADDERS = {
     "fp32": [GEMV_FP32, SPLITK_FP32, LAB7.kernel("v8")],
-    "fp16": [GEMV_FP16, GEMV_FP16_TC, SPLITK_FP16, LAB7.kernel("t4")],
+    "fp16": [GEMV_FP16, GEMV_FP16_TC, SPLITK_FP16, SKINNY_FP16, LAB7.kernel("t4")],
 }
 SELFCHECK_SHAPES = [(1, 1, 1), (1, 33, 17), (2, 129, 4097), (3, 8, 64), (15, 257, 1000), (16, 64, 4096),
                     (17, 130, 999), (128, 128, 8192)]
@@ -100,6 +114,7 @@ SERVES = {
     "gemv_fp32": (lambda M, N, K: M <= 64, "M <= 64"),
     "gemv_fp16": (lambda M, N, K: M <= 64, "M <= 64"),
     "gemv_fp16_tc": (lambda M, N, K: M <= 64, "M <= 64"),
+    "skinny_fp16": (lambda M, N, K: M <= 64, "M <= 64"),
 }
 
 # Rows timed on one set's shapes only: split-K without the split, the comparison the SM count predicts.
@@ -135,6 +150,17 @@ GEMV_FP16_DEEP = _retiled(GEMV_FP16, KU=16)
 SPLITK_FP16_FEW_ROWS = _retiled(SPLITK_FP16, 8, BM=64, BN=256)
 SPLITK_FP16_FEW_COLS = _retiled(SPLITK_FP16, 4, BN=16, WM=32, WN=16)
 SPLITK_FP16_NARROW = _retiled(SPLITK_FP16, 4, BN=64)
+# skinny_fp16 per M class: the file's defaults are the M <= 16 build (MT = 1); 32 and 64 rows of A
+# per block for M <= 32 and M <= 64, the latter with 2 warps on K (a 64 x 32 warp tile, 4 k-steps a
+# stage) and the register double buffer. Splits by its own rule (_one_wave), not fixed. Chosen by
+# timing tiles x splits beside cuBLAS (H200, 2026-12-01: README, results/lab07d-skinny-search_*.json).
+SKINNY_FP16_M32 = _retiled(SKINNY_FP16, MT=2)
+SKINNY_FP16_M64 = _retiled(SKINNY_FP16, MT=4, WARPS_K=2, REGDB=1)
+
+
+def _chunks(s):
+    """N and K multiples of 8: rows of A and B are whole 16-byte chunks (skinny_fp16's cp.async entry)."""
+    return s.N % 8 == 0 and s.K % 8 == 0
 
 
 def _long_enough(row):
@@ -146,16 +172,23 @@ def _long_enough(row):
 DISPATCH = [
     ("gemv", "M <= 16 in FP32: a GEMV reads each weight once", lambda s: s.M <= 16,
      {"fp32": "gemv_fp32"}),
-    ("gemv", "M = 1 in FP16: a GEMV reads each weight once", lambda s: s.M == 1,
+    ("gemv", "M = 1 in FP16, at most 4096 x 4096 weights (or rows not 16-byte chunks): the GEMV, "
+     "nothing to fill or reduce", lambda s: s.M == 1 and (s.N * s.K <= 4096 * 4096 or not _chunks(s)),
      {"fp16_tensor": "gemv_fp16"}),
-    ("gemv", "2 <= M <= 4 in FP16: the GEMV with 16 loads in flight per thread", lambda s: s.M <= 4,
+    ("skinny", "M <= 16 in FP16, N and K multiples of 8: weights streamed into mma, splits = floor(SMs / tiles)",
+     lambda s: s.M <= 16 and _chunks(s), {"fp16_tensor": SKINNY_FP16}),
+    ("skinny", "17 <= M <= 32 in FP16, N and K multiples of 8: the same with 32-row tiles",
+     lambda s: s.M <= 32 and _chunks(s), {"fp16_tensor": SKINNY_FP16_M32}),
+    ("skinny", "33 <= M <= 64 in FP16, N and K multiples of 8: the same with 64-row tiles",
+     lambda s: s.M <= 64 and _chunks(s), {"fp16_tensor": SKINNY_FP16_M64}),
+    ("gemv", "2 <= M <= 4 in FP16 (odd N or K): the GEMV with 16 loads in flight per thread", lambda s: s.M <= 4,
      {"fp16_tensor": GEMV_FP16_DEEP}),
     ("few-rows", "M <= 64 and K long: split-K with a 64-row tile, 8 splits",
      lambda s: s.M <= 64 and _long_enough(SPLITK_FP32_FEW_ROWS)(s),
      {"fp32": SPLITK_FP32_FEW_ROWS, "fp16_tensor": SPLITK_FP16_FEW_ROWS}),
     ("gemv", "M <= 64 in FP32, K short: the GEMV", lambda s: s.M <= 64,
      {"fp32": "gemv_fp32"}),
-    ("gemv-tc", "5 <= M <= 16 in FP16, K short: the tensor-core GEMV", lambda s: s.M <= 16,
+    ("gemv-tc", "5 <= M <= 16 in FP16 (odd N or K), K short: the tensor-core GEMV", lambda s: s.M <= 16,
      {"fp16_tensor": "gemv_fp16_tc"}),
     ("few-cols", "N <= 16 and K long, FP32: split-K with a 16-column tile, 16 splits",
      lambda s: s.N <= 16 and _long_enough(SPLITK_FP32_FEW_COLS)(s), {"fp32": SPLITK_FP32_FEW_COLS}),

@@ -1,10 +1,15 @@
-"""How lab 7d launches split-K: the main kernel into a workspace, then the ordered reduce into C.
+"""How lab 7d launches split-K: the main kernel into a workspace, then the ordered reduce into C
+(splitk_fp32/fp16), or one kernel that reduces its splits itself (skinny_fp16).
 
-    SplitK(reduce, splits=0)      a row's launch_hook (common/kernels.py): splits = 0 picks them by the
-                                  dispatcher's rule (dispatch.splits_for); a number fixes them
+    SplitK(reduce, splits=0, rule=None)   a row's launch_hook (common/kernels.py): splits = 0 picks them
+                                  by `rule` (M, N, K, sms, tiles) -> splits when the row has one, else by
+                                  the split-k rule (splits_for); a number fixes them. reduce=None: no
+                                  reduce kernel, the main kernel's last block per tile adds the partials
+                                  (its workspace ends in zeroed ticket counters, below)
     with_splits(row, s)           the same row with s splits, named "splitk_fp32[splits=s]" (same cubin)
     splits_of(row, M, N, K, sms)  the splits a row launches with at this shape
-    splits_for(row, M, N, K, sms) the dispatcher's rule: ceil(sms / tiles), at most K / MIN_K_PER_SPLIT
+    splits_for(row, M, N, K, sms) the row's rule, else the split-k rule: ceil(sms / tiles), at most
+                                  K / MIN_K_PER_SPLIT
     release()                     free every cached workspace (after a synchronize)
 
 The two launches, on the stream the runtime gives (one after the other, so the reduce sees the
@@ -15,24 +20,34 @@ partials; nothing else to synchronize):
             the same additions in the same order on every run, so C is bitwise repeatable
 The workspace is allocated once per (M, N, splits) and kept for the next call at that shape (a timing
 loop allocates nothing); the few most recent shapes are kept, older ones freed.
+
+With reduce=None (skinny_fp16.cu's header says why) there is one launch, grid (ceil(N / BN), ceil(M / BM),
+splits): each split writes its partial BM x BN tile to partial[tile][z] and draws a ticket from its tile's
+counter; the last adds the partials in z order, writes C and zeroes the counter. Its workspace is
+splits x tiles x BM x BN floats then `tiles` unsigned counters, zeroed once when it is allocated and
+left zeroed by every launch that completes; one per (tiles, splits, BM x BN) layout, never shared with
+the two-kernel rows (their partials would overwrite the counters).
 """
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable, Optional
 
 import numpy as np
 
 KEEP_WORKSPACES = 4        # shapes whose workspace stays allocated (a sweep moves on shape by shape)
 
 _plans = {}                # (cubin, entry, M, N, K, splits) -> _Plan
-_workspaces = {}           # (M, N, splits) -> DeviceAllocation, in insertion (= age) order
+_workspaces = {}           # (M, N, splits) or ("ticket", tiles, splits, tile floats) -> DeviceAllocation, oldest first
 
 
 @dataclass(frozen=True)
 class SplitK:
-    """launch_hook of a split-K row: `reduce` is the reduce kernel's entry point in the row's .cu file."""
-    reduce: str
-    splits: int = 0        # 0: the dispatcher's rule at each shape
+    """launch_hook of a split-K row: `reduce` is the reduce kernel's entry point in the row's .cu file,
+    or None for a kernel that reduces its splits itself (one launch, ticket counters in the workspace)."""
+    reduce: Optional[str]
+    splits: int = 0        # 0: the rule at each shape
+    rule: Optional[Callable] = None   # (M, N, K, sms, tiles) -> splits; None: ceil(sms / tiles) (splits_for)
 
     def __call__(self, k, func, M, N, K, a, b, c, alpha, beta, stream):
         key = (id(func), M, N, K, self.splits)
@@ -52,7 +67,7 @@ def with_splits(row, splits):
         raise ValueError(f"splits must be at least 1, got {splits}")
     tag = row.name[len(row.base_name) + 1:-1] if row.name != row.base_name else ""     # its parameters, if any
     return replace(row, name=f"{row.base_name}[{tag + ', ' if tag else ''}splits={splits}]",
-                   launch_hook=SplitK(row.launch_hook.reduce, int(splits)))
+                   launch_hook=replace(row.launch_hook, splits=int(splits)))
 
 
 def _gpu_sms():
@@ -70,25 +85,37 @@ def splits_of(k, M, N, K, sms=None):
 
 
 def splits_for(k, M, N, K, sms):
-    """ceil(sms / tiles) splits, so every SM gets a tile, but no split shorter than the table's
-    MIN_K_PER_SPLIT (nor fewer than 1). tiles = ceil(M / BM) x ceil(N / BN) of split-K row k (its .cu
-    says BM, BN)."""
+    """The row's own rule (its hook's `rule`, lab.py), given tiles = ceil(M / BM) x ceil(N / BN) of
+    row k (its .cu says BM, BN); without one, ceil(sms / tiles) splits, so every SM gets a tile, but
+    no split shorter than the table's MIN_K_PER_SPLIT (nor fewer than 1)."""
     from common.lab import load
     bm, bn = k.tile
     tiles = math.ceil(M / bm) * math.ceil(N / bn)
+    rule = getattr(k.launch_hook, "rule", None)
+    if rule is not None:
+        return max(1, int(rule(M, N, K, sms, tiles)))
     by_k = max(1, K // load(Path(k.path).parents[1]).option("MIN_K_PER_SPLIT", 256))
     return max(1, min(math.ceil(sms / tiles), by_k))
 
 
-def _workspace(M, N, splits):
+def _workspace(key):
+    """The workspace for `key`: (M, N, splits) of a two-kernel row (splits x M x N floats), or
+    ("ticket", tiles, splits, tile_floats) of a row that reduces itself (partials, then zeroed counters)."""
     import pycuda.driver as cuda
-    key = (M, N, splits)
     ws = _workspaces.get(key)
     if ws is None:
         while len(_workspaces) >= KEEP_WORKSPACES:
             cuda.Context.synchronize()                 # no launch may still use what is freed
             _workspaces.pop(next(iter(_workspaces))).free()
-        ws = _workspaces[key] = cuda.mem_alloc(splits * M * N * 4)
+        if key[0] == "ticket":
+            _, tiles, splits, tile_floats = key
+            words = splits * tiles * tile_floats + tiles
+            ws = cuda.mem_alloc(words * 4)
+            cuda.memset_d32(ws, 0, words)              # the counters must start at zero
+        else:
+            M, N, splits = key
+            ws = cuda.mem_alloc(splits * M * N * 4)
+        _workspaces[key] = ws
     return ws
 
 
@@ -104,7 +131,8 @@ def release():
 
 
 class _Plan:
-    """One shape's two launches, worked out once: a timed call does only the two launches."""
+    """One shape's launches (main and reduce, or the main kernel alone), worked out once: a timed call
+    does only the launches."""
 
     def __init__(self, k, func, M, N, K, splits):
         from common.kernels import load_function
@@ -116,10 +144,14 @@ class _Plan:
         bm, bn = k.tile
         self.grid = (math.ceil(N / bn), math.ceil(M / bm), splits)
         self.block, self.shared = (k.threads, 1, 1), k.shared_bytes
-        rt = t.value("REDUCE_THREADS")
-        self.rgrid, self.rblock = (math.ceil(M * N / rt), 1, 1), (rt, 1, 1)
-        self.func, self.reduce = func, load_function(cubin, k.launch_hook.reduce, 0, "iiiPP")
-        self.ws_key = (M, N, splits)
+        self.func, self.reduce = func, None
+        if k.launch_hook.reduce is None:               # one launch; partials and tickets in the workspace
+            self.ws_key = ("ticket", self.grid[0] * self.grid[1], splits, bm * bn)
+        else:
+            rt = t.value("REDUCE_THREADS")
+            self.rgrid, self.rblock = (math.ceil(M * N / rt), 1, 1), (rt, 1, 1)
+            self.reduce = load_function(cubin, k.launch_hook.reduce, 0, "iiiPP")
+            self.ws_key = (M, N, splits)
         self.splits = splits
         self.values = {"M": np.int32(M), "N": np.int32(N), "K": np.int32(K), "splits": np.int32(splits)}
         self.names = k.args
@@ -129,8 +161,9 @@ class _Plan:
         v = self.values
         ws = _workspaces.get(self.ws_key)
         if ws is None:                             # freed when KEEP_WORKSPACES newer shapes came
-            ws = _workspace(*self.ws_key)
+            ws = _workspace(self.ws_key)
         v["A"], v["B"], v["C"], v["workspace"] = a, b, c, ws
         self.func.prepared_async_call(self.grid, self.block, stream, *[v[x] for x in self.names],
                                       shared_size=self.shared)
-        self.reduce.prepared_async_call(self.rgrid, self.rblock, stream, *self.MN, v["splits"], ws, c)
+        if self.reduce is not None:
+            self.reduce.prepared_async_call(self.rgrid, self.rblock, stream, *self.MN, v["splits"], ws, c)

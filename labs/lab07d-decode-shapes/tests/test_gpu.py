@@ -44,7 +44,7 @@ SPLITS = [1, 2, 3, 7, 64, 132, 1000]          # 1000 > K tiles: the last splits 
 
 @needs_gpu
 @pytest.mark.parametrize("splits", SPLITS)
-@pytest.mark.parametrize("name", ["splitk_fp32", "splitk_fp16"])
+@pytest.mark.parametrize("name", ["splitk_fp32", "splitk_fp16", "skinny_fp16"])
 @pytest.mark.parametrize("shape", [(17, 129, 4097), (128, 128, 8192), (1, 3, 1000)])
 def test_split_k_is_correct_for_any_number_of_splits(name, shape, splits):
     k = LAUNCH.with_splits(LAB.kernel(name), splits)
@@ -55,7 +55,7 @@ def test_split_k_is_correct_for_any_number_of_splits(name, shape, splits):
 
 @needs_gpu
 @pytest.mark.parametrize("splits", [1, 5, 132])
-@pytest.mark.parametrize("name", ["splitk_fp32", "splitk_fp16"])
+@pytest.mark.parametrize("name", ["splitk_fp32", "splitk_fp16", "skinny_fp16"])
 def test_split_k_is_bitwise_repeatable_because_the_reduce_adds_in_split_order(name, splits):
     """No atomics: the same inputs give the same bits on every run. The second run reuses the first's
     workspace (launch.py keeps it per shape), so a split that failed to rewrite its partial would show."""
@@ -77,7 +77,8 @@ def test_gemv_is_bitwise_repeatable(name):
 
 # One shape per class of the sweep, plus the awkward ones, in both precisions.
 CLASS_SHAPES = [shapes[0] for shapes in sweep.shape_sets(LAB).values()] + \
-               [(16, 8192, 8192), (64, 4096, 4096), (3, 4097, 515), (17, 129, 4097)]
+               [(16, 8192, 8192), (64, 4096, 4096), (3, 4097, 515), (17, 129, 4097), (32, 4096, 4096),
+                (63, 1000, 3000), (1, 8192, 8192)]
 
 
 @needs_gpu
@@ -94,3 +95,46 @@ def test_gemm_returns_the_rule_that_fired():
     B = np.ones((64, 128), np.float32)
     C, choice = DISPATCH.gemm(A, B)
     assert choice.rule == "gemv" and np.all(C == 64.0)
+
+
+# skinny_fp16: every build the dispatcher uses (M <= 16, 32, 64) on the Ms that cut its tiles (M = 1,
+# 2, 3, 15, 17, 33, 63, 64), aligned (vec) and odd (scalar) N and K, with its own split and forced
+# ones (3; 40 > the K tiles at K = 4096: empty splits still draw their ticket).
+SKINNY_ROWS = {k.tiling.params["MT"]: k for k in
+               (LAB.bind(k) for _, _, _, ks in LAB.table.DISPATCH for k in ks.values() if not isinstance(k, str))
+               if k.base_name == "skinny_fp16"}
+SKINNY_CASES = [(mt, splits, v, (M, N, K)) for mt in sorted(SKINNY_ROWS) for M in (1, 2, 3, 15, 17, 33, 63, 64)
+                for (N, K), v, splits_list in (((264, 4096), "vec", (0, 3, 40)), ((264, 4096), "scalar", (0,)),
+                                               ((257, 513), "scalar", (0, 3)), ((8, 1000), "vec", (0, 3)),
+                                               ((1, 7), "scalar", (0,)))
+                for splits in splits_list]
+
+
+@needs_gpu
+@pytest.mark.parametrize("mt,splits,variant,shape", SKINNY_CASES,
+                         ids=[f"MT{mt}-s{s}-{v}-{'x'.join(map(str, sh))}" for mt, s, v, sh in SKINNY_CASES])
+def test_every_skinny_build_is_correct_on_awkward_shapes(mt, splits, variant, shape):
+    k = SKINNY_ROWS[mt] if not splits else LAUNCH.with_splits(SKINNY_ROWS[mt], splits)
+    verdict = LAB.check(k, *shape, variant=variant)
+    assert verdict.ok, str(verdict)
+
+
+@needs_gpu
+@pytest.mark.parametrize("mt", [1, 2, 4])
+def test_skinny_is_bitwise_repeatable_and_leaves_its_ticket_counters_at_zero(mt):
+    """The last block of each tile adds the partials in split order, whichever block it is: two runs,
+    the same bits. And it zeroes its tile's counter, so the workspace is ready for the next launch."""
+    import pycuda.driver as cuda
+    k = LAUNCH.with_splits(SKINNY_ROWS[mt], 6)
+    rng = np.random.default_rng(3)
+    M, N, K = 16 * mt - 1, 1000, 8192
+    A, B = LAB.random_inputs(k, M, N, K, rng)
+    first = LAB.matmul(k, A, B)
+    second = LAB.matmul(k, A, B)
+    assert np.array_equal(first.view(np.uint32), second.view(np.uint32))
+    bm, bn = k.tile
+    tiles = -(-M // bm) * -(-N // bn)
+    ws = LAUNCH._workspaces[("ticket", tiles, 6, bm * bn)]
+    counters = np.empty(tiles, np.uint32)
+    cuda.memcpy_dtoh(counters, int(ws) + 4 * 6 * tiles * bm * bn)
+    assert not counters.any(), counters

@@ -53,12 +53,18 @@ def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_sh
     (FP32, (1, 4096, 4096), "gemv", "gemv_fp32", "m1_vec"),
     (FP32, (3, 8192, 8192), "gemv", "gemv_fp32", "m4_vec"),
     (FP32, (4, 4097, 4096), "gemv", "gemv_fp32", "m4_scalar"),
-    (FP16, (1, 8192, 8192), "gemv", "gemv_fp16", "m1_vec"),
-    (FP16, (2, 4096, 4096), "gemv", "gemv_fp16", "m4_vec"),
-    (FP16, (5, 4096, 4096), "few-rows", "splitk_fp16", "vec"),
-    (FP16, (16, 8192, 8192), "few-rows", "splitk_fp16", "vec"),
+    (FP16, (1, 4096, 4096), "gemv", "gemv_fp16", "m1_vec"),
+    (FP16, (1, 8192, 8192), "skinny", "skinny_fp16", "vec"),         # more than 4096^2 weights
+    (FP16, (1, 8190, 8192), "gemv", "gemv_fp16", "m1_scalar"),       # rows not 16-byte chunks
+    (FP16, (2, 4096, 4096), "skinny", "skinny_fp16", "vec"),
+    (FP16, (2, 4097, 4096), "gemv", "gemv_fp16", "m4_scalar"),
+    (FP16, (5, 4096, 4096), "skinny", "skinny_fp16", "vec"),
+    (FP16, (16, 8192, 8192), "skinny", "skinny_fp16", "vec"),
+    (FP16, (17, 8192, 8192), "skinny", "skinny_fp16", "vec"),
+    (FP16, (64, 4096, 4096), "skinny", "skinny_fp16", "vec"),
     (FP16, (16, 8191, 8192), "few-rows", "splitk_fp16", "scalar"),
-    (FP16, (16, 4096, 1024), "gemv-tc", "gemv_fp16_tc", "vec"),       # K too short for 8 splits
+    (FP16, (16, 4096, 1024), "skinny", "skinny_fp16", "vec"),
+    (FP16, (16, 4096, 1020), "gemv-tc", "gemv_fp16_tc", "vec"),       # K not whole chunks, too short for 8 splits
     (FP32, (128, 128, 65536), "split-k", "splitk_fp32", "vec"),
     (FP16, (128, 128, 65536), "split-k", "splitk_fp16", "vec"),
     (FP32, (8192, 16, 8192), "few-cols", "splitk_fp32", "vec"),
@@ -69,7 +75,7 @@ def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_sh
     (FP32, (16, 4096, 4096), "gemv", "gemv_fp32", "m16_vec"),
     (FP32, (17, 8192, 8192), "few-rows", "splitk_fp32", "vec"),
     (FP32, (64, 8192, 8192), "few-rows", "splitk_fp32", "vec"),
-    (FP16, (64, 4096, 4096), "few-rows", "splitk_fp16", "vec"),
+    (FP16, (64, 4096, 4100), "few-rows", "splitk_fp16", "scalar"),
     (FP16, (65, 4096, 4096), "split-k", "splitk_fp16", "vec"),
     (FP32, (4096, 4096, 4096), "tiles", "v8", "vec"),
     (FP16, (4096, 4096, 4096), "tiles", "t4", "vec"),
@@ -115,7 +121,8 @@ def test_every_sweep_shape_gets_a_choice_whose_kernel_takes_it():
 
 def test_the_sweep_times_gemv_only_at_decode_shapes_and_split_k_without_the_split_at_split_k_shapes():
     names = lambda ladder, set_name, shape: [e["name"] for e in sweep.entries(LAB, ladder, set_name, *shape, SMS)]
-    assert names("fp16", "decode", (1, 8192, 8192)) == ["gemv_fp16", "gemv_fp16_tc", "splitk_fp16", "t4", "gemm"]
+    assert names("fp16", "decode", (1, 8192, 8192)) == ["gemv_fp16", "gemv_fp16_tc", "splitk_fp16", "skinny_fp16",
+                                                        "t4", "gemm"]
     assert "gemv_fp32" not in names("fp32", "square", (4096, 4096, 4096))
     assert names("fp32", "split-k", (128, 128, 65536)) == ["splitk_fp32", "v8", "splitk_fp32[splits=1]", "gemm"]
     only = [e["name"] for e in sweep.entries(LAB, "fp32", "decode", 1, 4096, 4096, SMS, wanted=["gemm"])]
@@ -145,5 +152,32 @@ def test_the_dispatchers_own_rows_keep_their_tile_and_their_fixed_split():
     assert c.kernel.tile == (128, 16) and c.splits == 16
     c = DISPATCH.plan(FP16, 8192, 64, 8192, sms=SMS)
     assert c.kernel.tile == (128, 64) and c.splits == 4
-    assert DISPATCH.plan(FP16, 2, 4096, 4096, sms=SMS).kernel.tiling.params["KU"] == 16
-    assert DISPATCH.plan(FP16, 1, 8192, 8192, sms=SMS).kernel.tiling.params["KU"] == 8    # M = 1: the file's own
+    assert DISPATCH.plan(FP16, 2, 4097, 4096, sms=SMS).kernel.tiling.params["KU"] == 16
+    assert DISPATCH.plan(FP16, 1, 4096, 4096, sms=SMS).kernel.tiling.params["KU"] == 8    # M = 1: the file's own
+
+
+@pytest.mark.parametrize("M,mt", [(1, 1), (16, 1), (17, 2), (32, 2), (33, 4), (64, 4)])
+def test_skinny_takes_the_build_of_ms_class(M, mt):
+    """M = 16 does not pay for 64 rows: the rule picks the 16-, 32- or 64-row build."""
+    c = DISPATCH.plan(FP16, M, 8192, 8192, sms=SMS)
+    assert c.kernel.base_name == "skinny_fp16" and c.kernel.tiling.params["MT"] == mt, str(c)
+    assert c.kernel.tile[0] == 16 * mt
+
+
+@pytest.mark.parametrize("sms,M,N,K,want", [
+    (132, 16, 8192, 8192, 1),       # 128 column tiles of 64: one wave without a split
+    (132, 16, 4096, 4096, 2),       # 64 tiles: two splits fill 128 SMs
+    (132, 64, 4096, 4096, 2),
+    (132, 2, 1024, 4096, 8),        # 16 tiles
+    (132, 2, 1024, 1024, 4),        # ... but no split shorter than MIN_K_PER_SPLIT
+    (132, 16, 65536, 4096, 1),      # more tiles than SMs
+    (84, 16, 4096, 4096, 1),        # an 84-SM GPU: 64 tiles, one wave already
+    (170, 16, 2048, 8192, 5),
+])
+def test_skinny_splits_keep_one_block_per_sm_by_the_gpus_sm_count(sms, M, N, K, want):
+    """skinny_fp16's rule (lab.py _one_wave): floor(SMs / tiles), at least 1, at most K / MIN_K_PER_SPLIT."""
+    c = DISPATCH.plan(FP16, M, N, K, sms=sms)
+    assert c.kernel.base_name == "skinny_fp16" and c.splits == want, str(c)
+    bm, bn = c.kernel.tile
+    tiles = math.ceil(M / bm) * math.ceil(N / bn)
+    assert c.splits == max(1, min(sms // tiles, K // LAB.table.MIN_K_PER_SPLIT))
