@@ -114,10 +114,28 @@ def sanitize_shapes(lab):
     return lab.option("SANITIZE_SHAPES", SANITIZE_SHAPES)
 
 
+def sanitized_rows(lab):
+    """What `make sanitize` checks: the lab's own rows, and the other builds of them that the lab
+    launches (its table's SANITIZE_ALSO: a dispatcher's re-tiled rows, say), each once."""
+    rows, seen = [], set()
+    for k in lab.own() + list(lab.option("SANITIZE_ALSO", [])):
+        if k.name not in seen:
+            seen.add(k.name)
+            rows.append(k)
+    return rows
+
+
+def _row_named(lab, name):
+    for k in sanitized_rows(lab):
+        if k.name == name:
+            return k
+    return lab.kernel(name)
+
+
 def sanitize_plan(lab, kernels=None):
     """[(kernel, variant, entry, [shapes])] for every entry point: the shapes it may run."""
     plan = []
-    for k in kernels or lab.own():
+    for k in kernels or sanitized_rows(lab):
         for v, entry in k.entries.items():
             shapes = [s for s in sanitize_shapes(lab) if k.serves(v, *s)]
             plan.append((k, v, entry, shapes))
@@ -146,7 +164,7 @@ def _kernels_option(text, allowed):
 def profile(lab, args):
     """`python -m common profile --lab L ...`: the program the profilers run."""
     if args.sanitize_run:
-        return sanitize_run(lab, _kernels_option(args.kernels, [k.name for k in lab.own()]))
+        return sanitize_run(lab, _kernels_option(args.kernels, [k.name for k in sanitized_rows(lab)]))
     if not args.kernel:
         raise CourseError("profile needs --kernel NAME (or --sanitize-run)",
                           hint=f"names: {', '.join(profile_names(lab))}")
@@ -200,7 +218,7 @@ def sanitize_run(lab, names=None):
     from common.device import init_gpu
     init_gpu()
     import pycuda.driver as cuda
-    kernels = [lab.kernel(n) for n in names] if names else lab.own()
+    kernels = [_row_named(lab, n) for n in names] if names else sanitized_rows(lab)
     lab.build(kernels, [lab.gpu_arch()])
     rng = np.random.default_rng()
     for k, v, entry, shapes in sanitize_plan(lab, kernels):
@@ -508,12 +526,15 @@ def summarize(plan, results):
     """The summary table's rows, and one line per problem.
     plan: sanitize_plan(); results: {tool: (Findings, launched entries, exit status, log name)}."""
     rows, problems = [], []
+    need = {}                           # launches expected per entry point: two builds of one kernel
+    for _, _, entry, shapes in plan:    # (a re-tiled row) share its entry names
+        need[entry] = need.get(entry, 0) + len(shapes)
     for k, v, entry, shapes in plan:
         row = {"kernel": _label(k, v), "entry": entry, "shapes": len(shapes)}
         for tool, (found, launched, _, _) in results.items():
             status, done = found.status(entry), launched.get(entry, 0)
-            if done < len(shapes):      # the run stopped: say how far it got, and what it found
-                status = f"ran {done}/{len(shapes)}" + ("" if status == "clean" else f", {status}")
+            if done < need[entry]:      # the run stopped: say how far it got, and what it found
+                status = f"ran {done}/{need[entry]}" + ("" if status == "clean" else f", {status}")
             row[tool] = status
         rows.append(row)
     known = {entry for _, _, entry, _ in plan}
@@ -523,7 +544,7 @@ def summarize(plan, results):
                 rows.append({"kernel": "(no lab kernel)", "entry": owner or "(none named)", "shapes": None,
                              **{t: "" for t in results}, tool: found.status(owner)})
             problems.append(f"{tool}: {owner or 'a report naming no kernel'}: {found.status(owner)} (see {log})")
-        not_run = [entry for _, _, entry, shapes in plan if launched.get(entry, 0) < len(shapes)]
+        not_run = sorted({entry for _, _, entry, _ in plan if launched.get(entry, 0) < need[entry]})
         if not_run:
             problems.append(f"{tool}: did not finish {', '.join(not_run)} (see {log})")
         if not found.finished:
@@ -541,11 +562,11 @@ def sanitizer_argv(exe, tool, program):
 
 
 def sanitize(lab, args):
-    own = lab.own()
+    own = sanitized_rows(lab)
     names = _kernels_option(args.kernels, [k.name for k in own])
     arch = needs_gpu("sanitize", lab)
     exe = sanitizer.find_sanitizer()
-    kernels = [lab.kernel(x) for x in names] if names else own
+    kernels = [_row_named(lab, x) for x in names] if names else own
     kernels = [k for k in kernels if lab.build_arch(k, arch)]
     lab.build(kernels, [arch])
     plan = sanitize_plan(lab, kernels)

@@ -203,3 +203,6 @@ DISPATCH = [
      {"fp32": "v8", "fp16_tensor": "t4"}),
 ]
 DISPATCHERS = {"gemm": "dispatch:plan"}   # the sweep times gemm(A, B) as one more row (KERNEL=gemm: only it)
+
+# make sanitize checks the table's rows and, once each, the other builds the dispatcher launches.
+SANITIZE_ALSO = [k for _, _, _, rows in DISPATCH for k in rows.values() if isinstance(k, Kernel)]

@@ -181,3 +181,25 @@ def test_skinny_splits_keep_one_block_per_sm_by_the_gpus_sm_count(sms, M, N, K, 
     bm, bn = c.kernel.tile
     tiles = math.ceil(M / bm) * math.ceil(N / bn)
     assert c.splits == max(1, min(sms // tiles, K // LAB.table.MIN_K_PER_SPLIT))
+
+
+def test_make_sanitize_checks_every_build_the_dispatcher_launches():
+    """The dispatcher's re-tiled rows are other builds of the table's kernels with the same entry
+    names: the sanitizer's plan has each once, and a run that launched an entry point fewer times
+    than all its builds' shapes together is reported as unfinished."""
+    from common import profiling
+    from common.sanitizer import parse
+    plan = profiling.sanitize_plan(LAB)
+    planned = {k.name for k, _, _, _ in plan}
+    for _, _, _, rows in LAB.option("DISPATCH"):
+        for k in rows.values():
+            assert (k if isinstance(k, str) else k.name) in planned | {"v8", "t4"}
+    entry = "splitk_fp32_vec"
+    shapes = [len(s) for k, v, e, s in plan if e == entry]
+    assert len(shapes) >= 2 and all(shapes)
+    found = parse("========= ERROR SUMMARY: 0 errors\n", "memcheck", [e for _, _, e, _ in plan], {})
+    launched = {e: 10 ** 6 for _, _, e, _ in plan}
+    launched[entry] = shapes[0]                      # only the first build's shapes ran
+    rows, problems = profiling.summarize(plan, {"memcheck": (found, launched, 0, "log")})
+    assert any(f"did not finish {entry}" in p or entry in p for p in problems), problems
+    assert any(r["entry"] == entry and r["memcheck"].startswith(f"ran {shapes[0]}/{sum(shapes)}") for r in rows)
