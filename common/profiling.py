@@ -118,7 +118,7 @@ def sanitized_rows(lab):
     """What `make sanitize` checks: the lab's own rows, and the other builds of them that the lab
     launches (its table's SANITIZE_ALSO: a dispatcher's re-tiled rows, say), each once."""
     rows, seen = [], set()
-    for k in lab.own() + list(lab.option("SANITIZE_ALSO", [])):
+    for k in lab.own() + [lab.bind(k) for k in lab.option("SANITIZE_ALSO", [])]:
         if k.name not in seen:
             seen.add(k.name)
             rows.append(k)

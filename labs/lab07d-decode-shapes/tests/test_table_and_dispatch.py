@@ -191,6 +191,7 @@ def test_make_sanitize_checks_every_build_the_dispatcher_launches():
     from common.sanitizer import parse
     plan = profiling.sanitize_plan(LAB)
     planned = {k.name for k, _, _, _ in plan}
+    assert all(k.lab == LAB.name and k.path for k, _, _, _ in plan)      # bound: make sanitize builds them
     for _, _, _, rows in LAB.option("DISPATCH"):
         for k in rows.values():
             assert (k if isinstance(k, str) else k.name) in planned | {"v8", "t4"}
