@@ -147,6 +147,7 @@ SPLITK_FP32_FEW_ROWS = _retiled(SPLITK_FP32, 8, BM=64)
 SPLITK_FP32_FEW_COLS = _retiled(SPLITK_FP32, 16, BN=16)
 SPLITK_FP32_NARROW = _retiled(SPLITK_FP32, 8, BN=64)
 GEMV_FP16_DEEP = _retiled(GEMV_FP16, KU=16)
+GEMV_FP32_DEEP = _retiled(GEMV_FP32, KU=16)     # twice the bytes in flight per thread (the FP16 row's build)
 SPLITK_FP16_FEW_ROWS = _retiled(SPLITK_FP16, 8, BM=64, BN=256)
 SPLITK_FP16_FEW_COLS = _retiled(SPLITK_FP16, 4, BN=16, WM=32, WN=16)
 SPLITK_FP16_NARROW = _retiled(SPLITK_FP16, 4, BN=64)
@@ -170,6 +171,8 @@ def _long_enough(row):
 
 # First match wins. Rules and thresholds from the H200 (results/lab07d-sweep_*.json and the README).
 DISPATCH = [
+    ("gemv", "M <= 4 in FP32, at most 4096 x 4096 weights: the GEMV with 16 loads in flight per thread",
+     lambda s: s.M <= 4 and s.N * s.K <= 4096 * 4096, {"fp32": GEMV_FP32_DEEP}),
     ("gemv", "M <= 16 in FP32: a GEMV reads each weight once", lambda s: s.M <= 16,
      {"fp32": "gemv_fp32"}),
     ("gemv", "M = 1 in FP16, at most 4096 x 4096 weights (or rows not 16-byte chunks): the GEMV, "
