@@ -43,6 +43,8 @@
 
 #include <cuda_fp16.h>
 
+#include "fp16_common.cuh"   // gather8, mma16816
+
 #ifndef BN
 #define BN 64       // columns per block: 8 lane groups x 8 halves of one 128-bit load; fixed by the fragment
 #endif
@@ -68,13 +70,6 @@ namespace gemv_tc {
 
 constexpr int SLOTS = 8;
 
-__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // Two halves A[row][k], A[row][k + 1] packed (low = k). Never a branch, never out of bounds: the
 // caller clamps row to M - 1 (rows past M are computed and never stored), and k past K is clamped
@@ -97,16 +92,7 @@ __device__ __forceinline__ uint4 load_b8(const __half* __restrict__ B, int N, in
     if (k >= K || col >= N) return make_uint4(0, 0, 0, 0);
     const __half* p = B + (size_t)k * N + col;
     if (VEC) return __ldg(reinterpret_cast<const uint4*>(p));   // N % 8 == 0: whole group inside
-    const unsigned short* u = reinterpret_cast<const unsigned short*>(p);
-    const int valid = N - col;
-    unsigned w[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const unsigned lo = 2 * i < valid ? u[2 * i] : 0u;
-        const unsigned hi = 2 * i + 1 < valid ? u[2 * i + 1] : 0u;
-        w[i] = lo | (hi << 16);
-    }
-    return make_uint4(w[0], w[1], w[2], w[3]);
+    return fp16::gather8(p, N - col);
 }
 
 __device__ __forceinline__ unsigned word(const uint4& q, int i)
@@ -147,9 +133,9 @@ __device__ __forceinline__ void k_loop(float (&acc)[8][4], const __half* __restr
 #pragma unroll
             for (int c = 0; c < 8; ++c) {
                 const unsigned sel = (c & 1) ? 0x7632u : 0x5410u;   // high or low halves of both words
-                const unsigned b0 = __byte_perm(word(q[s][0], c / 2), word(q[s][1], c / 2), sel);
-                const unsigned b1 = __byte_perm(word(q[s][2], c / 2), word(q[s][3], c / 2), sel);
-                mma16816(acc[c], a[s], b0, b1);
+                const unsigned b[2] = {__byte_perm(word(q[s][0], c / 2), word(q[s][1], c / 2), sel),
+                                       __byte_perm(word(q[s][2], c / 2), word(q[s][3], c / 2), sel)};
+                fp16::mma16816(acc[c], a[s], b);
             }
         }
     }

@@ -77,6 +77,8 @@
 
 #include <cuda_fp16.h>
 
+#include "fp16_common.cuh"   // gather8, mma16816
+
 // ---- parameters (override with -D; the dispatcher's rows do) ---------------------------------------
 #ifndef MT
 #define MT 1        // m16 tiles per block: BM = 16 MT rows of A (1, 2, 4: one build per M class)
@@ -124,6 +126,9 @@ static_assert(BM * LDS * 4 + 16 <= SMEM_BYTES,
 
 namespace skinny {
 
+using fp16::gather8;
+using fp16::mma16816;
+
 constexpr int CPR_A = BK / 8, CPR_B = BN / 8;              // 16-byte chunks per row of the A / B tile
 constexpr int A_CHUNKS = BM * CPR_A, B_CHUNKS = BK * CPR_B;
 constexpr int A_ITERS = (A_CHUNKS + THREADS - 1) / THREADS;
@@ -162,25 +167,7 @@ __device__ __forceinline__ void ldsm_x4_trans(unsigned (&b0)[2], unsigned (&b1)[
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(addr));
 }
-__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
-// 8 halves p[0 .. valid) packed for one 16-byte shared store, zeros after (valid <= 0: reads nothing).
-__device__ __forceinline__ uint4 gather8(const __half* p, int valid) {
-    const unsigned short* u = reinterpret_cast<const unsigned short*>(p);
-    unsigned w[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const unsigned lo = 2 * i < valid ? u[2 * i] : 0u;
-        const unsigned hi = 2 * i + 1 < valid ? u[2 * i + 1] : 0u;
-        w[i] = lo | (hi << 16);
-    }
-    return make_uint4(w[0], w[1], w[2], w[3]);
-}
 
 extern __shared__ __align__(128) unsigned char smem_raw[];
 

@@ -38,6 +38,8 @@
 #include <cuda_pipeline.h>
 #include <mma.h>
 
+#include "fp16_common.cuh"   // gather8
+
 #ifndef BM
 #define BM 128      // block tile rows: at 128 x 128 the whole output is one tile
 #endif
@@ -79,6 +81,8 @@ static_assert(REDUCE_UNROLL >= 1 && REDUCE_UNROLL <= 32, "REDUCE_UNROLL: 1 to 32
 static_assert(REDUCE_THREADS % 32 == 0 && REDUCE_THREADS <= 1024, "splitk_fp16: REDUCE_THREADS must be whole warps");
 
 namespace splitk_fp16 {
+
+using fp16::gather8;
 using namespace nvcuda;
 
 constexpr int T16 = 16;
@@ -100,19 +104,6 @@ using FragC = wmma::fragment<wmma::accumulator, T16, T16, T16, float>;
 
 extern __shared__ __align__(128) unsigned char smem_raw[];
 
-// 8 halves p[0..7] of a row that exists, `valid` of them inside (missing: 0), packed for one STS.128.
-__device__ __forceinline__ uint4 gather8(const __half* __restrict__ p, int valid)
-{
-    const unsigned short* u = reinterpret_cast<const unsigned short*>(p);
-    unsigned w[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const unsigned lo = 2 * i < valid ? u[2 * i] : 0u;
-        const unsigned hi = 2 * i + 1 < valid ? u[2 * i + 1] : 0u;
-        w[i] = lo | (hi << 16);
-    }
-    return make_uint4(w[0], w[1], w[2], w[3]);
-}
 
 // Copy tile [k0, k0 + BK) of A (rows bm..) and B (columns bn..) into one stage. ke: end of this
 // split's K range (only the last split's last tile reaches past it).
