@@ -1,6 +1,7 @@
 """A kernel's tile parameters, read from its own .cu file: the source is the one place they live.
 
-    source_constants(path)          -> Constants: what the file declares, unevaluated
+    source_constants(path)          -> Constants: what the file (and the "..." headers it includes)
+                                       declares, unevaluated
     Tiling.of(path, overrides={})   -> Tiling: the parameters (with -D overrides), threads per block,
                                        block tile (BM, BN) and dynamic shared bytes, evaluated
     tiling.params, .threads, .tile, .shared_bytes, .value("WARPS_N")
@@ -85,10 +86,25 @@ def _constants(path, mtime):
 
 
 def source_constants(path):
+    """The file's constants, and those of the headers it includes with #include "..." (recursively):
+    a kernel that reuses another's body (lab 7d's splitk_v8.cu includes lab 7's v8) has that body's
+    parameters. A name the file itself declares wins over a header's."""
+    from .build import included_headers
     path = Path(path)
     if not path.exists():
         raise CourseError(f"kernel source {path} does not exist", hint="the lab's table names a file that is not there")
-    return _constants(str(path), os.path.getmtime(path))
+    own = _constants(str(path), os.path.getmtime(path))
+    headers = [_constants(str(h), os.path.getmtime(h)) for h in included_headers(path)]
+    if not headers:
+        return own
+    merged = {"tunable": {}, "derived": {}, "functions": {}}
+    for c in [*reversed(headers), own]:              # the includer last: its declarations win
+        for part, d in merged.items():
+            d.update(getattr(c, part))
+    for name in merged["tunable"]:
+        merged["derived"].pop(name, None)            # a parameter is tunable if anyone declares it so
+    return Constants(merged["tunable"], merged["derived"], merged["functions"],
+                     own.dynamic_shared or any(h.dynamic_shared for h in headers))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -79,6 +79,10 @@ SPLITK_FP16 = Kernel("splitk_fp16", "splitk_fp16.cu", {"vec": "splitk_fp16_vec",
                      "fp16_tensor", choose=_vec8, args=SPLITK_ARGS, launch_hook=SplitK("splitk_fp16_reduce"),
                      title="split-K on tensor cores: t3's WMMA tile with cp.async, the same ordered reduce",
                      claim="the same split on tensor cores: the SM count predicts the speed-up, the reduce costs a little")
+SPLITK_V8 = Kernel("splitk_v8", "splitk_v8.cu", {"vec": "splitk_v8_vec", "scalar": "splitk_v8_scalar"},
+                   "fp32", choose=_vec4, args=SPLITK_ARGS, launch_hook=SplitK("splitk_v8_reduce"),
+                   title="split-K on lab 7's v8: its pipelined, swizzled tile, handed one range of K per split",
+                   claim="where the split is needed and the FFMAs dominate (M = 64), the split must sit on the fast tile")
 SKINNY_FP16 = Kernel("skinny_fp16", "skinny_fp16.cu", {"vec": "skinny_fp16_vec", "scalar": "skinny_fp16_scalar"},
                      "fp16_tensor", choose=_vec8, args=SPLITK_ARGS, launch_hook=SplitK(None, rule=_one_wave),
                      title="the FP16 decode kernel: weights streamed through a cp.async ring into mma.sync, "
@@ -88,7 +92,7 @@ SKINNY_FP16 = Kernel("skinny_fp16", "skinny_fp16.cu", {"vec": "skinny_fp16_vec",
 
 LAB7 = load("lab07-matmul-registers")      # lab 7's best kernel of each precision, for the squares
 LADDERS = {
-    "fp32": [GEMV_FP32, SPLITK_FP32, LAB7.kernel("v8")],
+    "fp32": [GEMV_FP32, SPLITK_FP32, SPLITK_V8, LAB7.kernel("v8")],
     "fp16": [GEMV_FP16, GEMV_FP16_TC, SPLITK_FP16, SKINNY_FP16, LAB7.kernel("t4")],
 }
 SELFCHECK_SHAPES = [(1, 1, 1), (1, 33, 17), (2, 129, 4097), (3, 8, 64), (15, 257, 1000), (16, 64, 4096),

@@ -265,8 +265,12 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 // ---- the kernel body, shared by both entry points ----------------------------------------------
 
+// K is the length of the product this block computes; lda is the distance between A's rows (K for
+// the whole GEMM that v8's entry points run). They differ only when a caller hands the body a range
+// of a longer K: lab 7d's split-K (splitk_v8.cu) passes A + k0, B + k0 * N, the range's length and
+// the full K as lda. Nothing else changes: B's and C's rows are N apart either way.
 template <bool VEC>
-__device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, float alpha,
+__device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, float alpha,
                                               const float* __restrict__ A, const float* __restrict__ B,
                                               float beta, float* __restrict__ C)
 {
@@ -305,7 +309,7 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, float alpha,
     // Copy mapping of A (see 3. in the header). A warp copies one chunk (4 rows) x 8 consecutive k
     // per instruction: lane % 8 is k, lane / 8 the row within the chunk. Copy j of this thread is
     // row aM + 32 g + 4 A_WARPS c, k = 8 kh + aK (c, g, kh: constants of j after unrolling), so a
-    // thread's source addresses differ by multiples of K (one IMAD.WIDE each) and its shared
+    // thread's source addresses differ by multiples of lda (one IMAD.WIDE each) and its shared
     // offsets by immediates plus one register per c.
     const int aK = tid % 8, aM = tid / 8;
     int aDstOff[A_CPER];                          // As element offset of copy c (k = aK, g = kh = 0)
@@ -320,7 +324,7 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, float alpha,
     const int bN = tid % B_S_COLW, bKs = tid / B_S_COLW;
 
     const bool blockInside = cRow + BM <= M && cCol + BN <= N;
-    const float* const gA = A + static_cast<size_t>(cRow + aM) * K + aK;   // copy 0 of A, k0 = 0
+    const float* const gA = A + static_cast<size_t>(cRow + aM) * lda + aK;   // copy 0 of A, k0 = 0
     const float* const gBv = B + static_cast<size_t>(bK) * N + cCol + bC;  // copy 0 of B (vec)
     const float* const gBs = B + static_cast<size_t>(bKs) * N + cCol + bN; // copy 0 of B (scalar)
     const int aRowsLeft = M - cRow - aM;          // copy j of A exists if its row offset is below
@@ -336,7 +340,7 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, float alpha,
         for (int j = 0; j < (ACOPY ? 0 : A_PER_THREAD); ++j) {
             const int c = j % A_CPER, g = (j / A_CPER) % A_GROUPS8, kh = j / (A_CPER * A_GROUPS8);
             const int dm = 32 * g + 4 * A_WARPS * c;   // row offset from aM
-            const float* src = pA + static_cast<size_t>(dm) * K + 8 * kh;
+            const float* src = pA + static_cast<size_t>(dm) * lda + 8 * kh;
             const uint32_t dst = aDst + 4 * (aDstOff[c] + 8 * kh * A_LD + 32 * g);
             if constexpr (CHECKED) {
                 const bool ok = dm < aRowsLeft && k0 + 8 * kh + aK < K;
@@ -393,7 +397,7 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, float alpha,
         for (int j = 0; j < (ACOPY ? A_VEC : 0); ++j) {
             const int m = 16 * (warp + A_WARPS * (j % A_RB)) + lane % 16;
             const int k = 8 * (j / A_RB) + 4 * (lane / 16);
-            const float* p = A + static_cast<size_t>(cRow + m) * K + k0 + k;
+            const float* p = A + static_cast<size_t>(cRow + m) * lda + k0 + k;
             if (blockInside && k0 + BK <= K) {
                 ra[j] = VEC ? *reinterpret_cast<const float4*>(p) : make_float4(p[0], p[1], p[2], p[3]);
             } else {
@@ -565,16 +569,18 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, float alpha,
     }
 }
 
+#ifndef V8_BODY_ONLY       // a file that includes this one for the body (splitk_v8.cu) skips the entries
 extern "C" __global__ void __launch_bounds__(THREADS)
 sgemm_v8_vec(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
              float beta, float* __restrict__ C)
 {
-    sgemm_v8_body<true>(M, N, K, alpha, A, B, beta, C);
+    sgemm_v8_body<true>(M, N, K, K, alpha, A, B, beta, C);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 sgemm_v8_scalar(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
                 float beta, float* __restrict__ C)
 {
-    sgemm_v8_body<false>(M, N, K, alpha, A, B, beta, C);
+    sgemm_v8_body<false>(M, N, K, K, alpha, A, B, beta, C);
 }
+#endif  // V8_BODY_ONLY

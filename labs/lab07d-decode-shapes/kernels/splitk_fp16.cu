@@ -39,6 +39,7 @@
 #include <mma.h>
 
 #include "fp16_common.cuh"   // gather8
+#include "splitk_reduce.cuh"  // the ordered reduce
 
 #ifndef BM
 #define BM 128      // block tile rows: at 128 x 128 the whole output is one tile
@@ -77,7 +78,6 @@ static_assert(STAGES >= 2 && STAGES <= 8, "splitk_fp16: 2 to 8 stages (__pipelin
 static_assert(SMEM_BYTES <= 227 * 1024, "splitk_fp16: shared memory above the 227 KB any GPU gives a block");
 static_assert((BM / WM) * (BN / WN) * 16 * 20 * 4 <= SMEM_BYTES,
               "splitk_fp16: the epilogue's per-warp 16 x 20 float staging areas must fit in the ring");
-static_assert(REDUCE_UNROLL >= 1 && REDUCE_UNROLL <= 32, "REDUCE_UNROLL: 1 to 32 loads in flight per thread");
 static_assert(REDUCE_THREADS % 32 == 0 && REDUCE_THREADS <= 1024, "splitk_fp16: REDUCE_THREADS must be whole warps");
 
 namespace splitk_fp16 {
@@ -253,23 +253,9 @@ splitk_fp16_scalar(int M, int N, int K, const __half* __restrict__ A, const __ha
     splitk_fp16::splitk_body<false>(M, N, K, A, B, splits, workspace);
 }
 
-// C[i] = sum over z ascending of workspace[z][i]: fixed order, bitwise repeatable.
+// C[i] = sum over z of workspace[z][i], z ascending (splitk_reduce.cuh): bitwise repeatable.
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
 splitk_fp16_reduce(int M, int N, int splits, const float* __restrict__ workspace, float* __restrict__ C)
 {
-    const size_t MN = (size_t)M * N;
-    const size_t i = (size_t)blockIdx.x * REDUCE_THREADS + threadIdx.x;
-    if (i >= MN) return;
-    const float* p = workspace + i;
-    float s = 0.0f;
-    int z = 0;
-    for (; z + REDUCE_UNROLL <= splits; z += REDUCE_UNROLL) {
-        float v[REDUCE_UNROLL];     // independent loads, all in flight; the additions keep their order
-#pragma unroll
-        for (int j = 0; j < REDUCE_UNROLL; ++j) v[j] = __ldg(p + (size_t)(z + j) * MN);
-#pragma unroll
-        for (int j = 0; j < REDUCE_UNROLL; ++j) s += v[j];
-    }
-    for (; z < splits; ++z) s += __ldg(p + (size_t)z * MN);
-    C[i] = s;
+    splitk::reduce<REDUCE_THREADS, REDUCE_UNROLL>(M, N, splits, workspace, C);
 }

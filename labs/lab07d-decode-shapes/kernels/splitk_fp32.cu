@@ -43,6 +43,8 @@
 // and 1 STS.128 (B) in the interior path of _vec, one BAR.SYNC; STG.E.128 in the epilogue; no LDL/STL.
 // In the reduce: one LDG per split, FADD chain, one STG.
 
+#include "splitk_reduce.cuh"   // the ordered reduce
+
 #ifndef BM
 #define BM 128      // block tile rows: with BN = 128 the benchmark's 128 x 128 output is one tile
 #endif
@@ -77,7 +79,6 @@ static_assert((BM * BK / 4) % THREADS == 0 && (BK * BN / 4) % THREADS == 0,
 static_assert(THREADS % (BK / 4) == 0 && THREADS % (BN / 4) == 0,
               "splitk_fp32: a thread's A (B) groups must share one column of the tile");
 static_assert(2 * (BK * BM + BK * BN) * 4 <= 48 * 1024, "splitk_fp32: static shared memory is limited to 48 KB");
-static_assert(REDUCE_UNROLL >= 1 && REDUCE_UNROLL <= 32, "REDUCE_UNROLL: 1 to 32 loads in flight per thread");
 static_assert(REDUCE_THREADS % 32 == 0 && REDUCE_THREADS <= 1024, "splitk_fp32: REDUCE_THREADS must be whole warps");
 
 namespace splitk_fp32 {
@@ -221,24 +222,9 @@ splitk_fp32_scalar(int M, int N, int K, const float* __restrict__ A, const float
     splitk_fp32::splitk_body<false>(M, N, K, A, B, splits, workspace);
 }
 
-// C[i] = sum over z of workspace[z][i], z ascending: fixed order, bitwise repeatable. REDUCE_UNROLL
-// loads are issued before they are added (independent addresses), but the additions keep their order.
+// C[i] = sum over z of workspace[z][i], z ascending (splitk_reduce.cuh): bitwise repeatable.
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
 splitk_fp32_reduce(int M, int N, int splits, const float* __restrict__ workspace, float* __restrict__ C)
 {
-    const size_t MN = (size_t)M * N;
-    const size_t i = (size_t)blockIdx.x * REDUCE_THREADS + threadIdx.x;
-    if (i >= MN) return;
-    const float* p = workspace + i;
-    float s = 0.0f;
-    int z = 0;
-    for (; z + REDUCE_UNROLL <= splits; z += REDUCE_UNROLL) {
-        float v[REDUCE_UNROLL];     // independent loads, all in flight; the additions keep their order
-#pragma unroll
-        for (int j = 0; j < REDUCE_UNROLL; ++j) v[j] = __ldg(p + (size_t)(z + j) * MN);
-#pragma unroll
-        for (int j = 0; j < REDUCE_UNROLL; ++j) s += v[j];
-    }
-    for (; z < splits; ++z) s += __ldg(p + (size_t)z * MN);
-    C[i] = s;
+    splitk::reduce<REDUCE_THREADS, REDUCE_UNROLL>(M, N, splits, workspace, C);
 }

@@ -105,7 +105,19 @@ def test_splitk_fp16_copies_with_cp_async_and_multiplies_on_tensor_cores(sass):
         assert sass[entry]["HMMA"] > 0, entry
 
 
-@pytest.mark.parametrize("entry", ["splitk_fp32_reduce", "splitk_fp16_reduce"])
+def test_splitk_v8_is_v8s_pipelined_tile(sass):
+    """The split runs v8's body unchanged: A and B by cp.async (4-byte A copies, 16-byte B copies in
+    the vec entry), DEPBAR waits, one barrier per tile, LDS.128 operands, and no STS in the default
+    build (ACOPY = 0: A never passes through registers)."""
+    for entry in LAB.kernel("splitk_v8").entries.values():
+        c = sass[entry]
+        assert c["FFMA"] >= 1024, f"{entry}: one unrolled BK = 8 tile of 128 x 256 is 1024 FFMA, got {c['FFMA']}"
+        assert c["LDGSTS"] > 0 and c["DEPBAR"] > 0 and c["BAR"] > 0 and c["LDS.128"] > 0, f"{entry}: {c}"
+        assert c["STS"] == 0, f"{entry}: {c['STS']} STS"
+    assert any(op.startswith("LDGSTS") and "128" in op for op in sass["splitk_v8_vec"]["opcodes"])
+
+
+@pytest.mark.parametrize("entry", ["splitk_fp32_reduce", "splitk_fp16_reduce", "splitk_v8_reduce"])
 def test_the_reduce_is_loads_and_adds_without_barriers_or_atomics(sass, entry):
     ops = sass[entry]["opcodes"]
     assert sass[entry]["BAR"] == 0

@@ -44,7 +44,7 @@ SPLITS = [1, 2, 3, 7, 64, 132, 1000]          # 1000 > K tiles: the last splits 
 
 @needs_gpu
 @pytest.mark.parametrize("splits", SPLITS)
-@pytest.mark.parametrize("name", ["splitk_fp32", "splitk_fp16", "skinny_fp16"])
+@pytest.mark.parametrize("name", ["splitk_fp32", "splitk_v8", "splitk_fp16", "skinny_fp16"])
 @pytest.mark.parametrize("shape", [(17, 129, 4097), (128, 128, 8192), (1, 3, 1000)])
 def test_split_k_is_correct_for_any_number_of_splits(name, shape, splits):
     k = LAUNCH.with_splits(LAB.kernel(name), splits)
@@ -55,7 +55,7 @@ def test_split_k_is_correct_for_any_number_of_splits(name, shape, splits):
 
 @needs_gpu
 @pytest.mark.parametrize("splits", [1, 5, 132])
-@pytest.mark.parametrize("name", ["splitk_fp32", "splitk_fp16", "skinny_fp16"])
+@pytest.mark.parametrize("name", ["splitk_fp32", "splitk_v8", "splitk_fp16", "skinny_fp16"])
 def test_split_k_is_bitwise_repeatable_because_the_reduce_adds_in_split_order(name, splits):
     """No atomics: the same inputs give the same bits on every run. The second run reuses the first's
     workspace (launch.py keeps it per shape), so a split that failed to rewrite its partial would show."""
