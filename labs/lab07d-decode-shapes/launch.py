@@ -16,7 +16,7 @@ The two launches, on the stream the runtime gives (one after the other, so the r
 partials; nothing else to synchronize):
     main    grid (ceil(N / BN), ceil(M / BM), splits), THREADS, the file's SMEM_BYTES; split z writes
             its partial tile to workspace[z] (splits x M x N floats); C is not touched
-    reduce  grid (ceil(M N / (REDUCE_THREADS REDUCE_VEC))), REDUCE_THREADS; C[i] = ws[0][i] + ws[1][i] + ... in z order:
+    reduce  grid (ceil(M N / REDUCE_THREADS)), REDUCE_THREADS; C[i] = ws[0][i] + ws[1][i] + ... in z order:
             the same additions in the same order on every run, so C is bitwise repeatable
 The workspace is allocated once per (M, N, splits) and kept for the next call at that shape (a timing
 loop allocates nothing); the few most recent shapes are kept, older ones freed.
@@ -149,8 +149,7 @@ class _Plan:
             self.ws_key = ("ticket", self.grid[0] * self.grid[1], splits, bm * bn)
         else:
             rt = t.value("REDUCE_THREADS")
-            vec = t.value("REDUCE_VEC") if "REDUCE_VEC" in t.params else 1     # elements per thread
-            self.rgrid, self.rblock = (math.ceil(M * N / (rt * vec)), 1, 1), (rt, 1, 1)
+            self.rgrid, self.rblock = (math.ceil(M * N / rt), 1, 1), (rt, 1, 1)
             self.reduce = load_function(cubin, k.launch_hook.reduce, 0, "iiiPP")
             self.ws_key = (M, N, splits)
         self.splits = splits

@@ -65,9 +65,6 @@
 #ifndef REDUCE_UNROLL
 #define REDUCE_UNROLL 16     // reduce kernel: partial sums loaded before they are added, per thread
 #endif
-#ifndef REDUCE_VEC
-#define REDUCE_VEC 1        // reduce kernel: elements per thread (4: float4 loads and stores)
-#endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)                         // one warp per warp tile: 256
 #define SMEM_BYTES (STAGES * (BM * (BK + 8) + BK * (BN + 8)) * sizeof(__half))   // A ring, then B ring
@@ -260,5 +257,5 @@ splitk_fp16_scalar(int M, int N, int K, const __half* __restrict__ A, const __ha
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
 splitk_fp16_reduce(int M, int N, int splits, const float* __restrict__ workspace, float* __restrict__ C)
 {
-    splitk::reduce<REDUCE_THREADS, REDUCE_UNROLL, REDUCE_VEC>(M, N, splits, workspace, C);
+    splitk::reduce<REDUCE_THREADS, REDUCE_UNROLL>(M, N, splits, workspace, C);
 }

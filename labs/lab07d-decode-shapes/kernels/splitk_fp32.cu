@@ -66,9 +66,6 @@
 #ifndef REDUCE_UNROLL
 #define REDUCE_UNROLL 16     // reduce kernel: partial sums loaded before they are added, per thread
 #endif
-#ifndef REDUCE_VEC
-#define REDUCE_VEC 1        // reduce kernel: elements per thread (4: float4 loads and stores)
-#endif
 
 #define THREADS ((BM / TM) * (BN / TN))   // 256: one thread per 8 x 8 outputs
 #define SMEM_BYTES 0                       // static: 2 x (BK x BM + BK x BN) floats = 16 KB
@@ -229,5 +226,5 @@ splitk_fp32_scalar(int M, int N, int K, const float* __restrict__ A, const float
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
 splitk_fp32_reduce(int M, int N, int splits, const float* __restrict__ workspace, float* __restrict__ C)
 {
-    splitk::reduce<REDUCE_THREADS, REDUCE_UNROLL, REDUCE_VEC>(M, N, splits, workspace, C);
+    splitk::reduce<REDUCE_THREADS, REDUCE_UNROLL>(M, N, splits, workspace, C);
 }

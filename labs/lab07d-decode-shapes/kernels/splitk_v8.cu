@@ -36,9 +36,6 @@
 #ifndef REDUCE_UNROLL
 #define REDUCE_UNROLL 16     // reduce kernel: partial sums loaded before they are added, per thread
 #endif
-#ifndef REDUCE_VEC
-#define REDUCE_VEC 4        // reduce kernel: elements per thread (float4 loads and stores)
-#endif
 
 static_assert(REDUCE_THREADS % 32 == 0 && REDUCE_THREADS <= 1024, "splitk_v8: REDUCE_THREADS must be whole warps");
 
@@ -75,5 +72,5 @@ splitk_v8_scalar(int M, int N, int K, const float* __restrict__ A, const float* 
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
 splitk_v8_reduce(int M, int N, int splits, const float* __restrict__ workspace, float* __restrict__ C)
 {
-    splitk::reduce<REDUCE_THREADS, REDUCE_UNROLL, REDUCE_VEC>(M, N, splits, workspace, C);
+    splitk::reduce<REDUCE_THREADS, REDUCE_UNROLL>(M, N, splits, workspace, C);
 }
