@@ -55,10 +55,12 @@ SPLITK_ARGS = ("M", "N", "K", "A", "B", "C", "splits", "workspace")
 
 
 def _one_wave(M, N, K, sms, tiles):
-    """skinny_fp16's split (README, "The FP16 decode kernel"): as many splits as keep the grid within
-    one block per SM, floor(SMs / tiles), at least 1, none shorter than MIN_K_PER_SPLIT. Its blocks
+    """As many splits as keep the grid within one block per SM, floor(SMs / tiles), at least 1, none
+    shorter than MIN_K_PER_SPLIT. skinny_fp16's split (README, "The FP16 decode kernel"): its blocks
     carry 48 KB of weights in flight each, so one per SM saturates DRAM; a second wave, or a split
-    more, only adds partial tiles to reduce (H200: N = 8192, 128 tiles -> 1; N = 4096, 64 tiles -> 2)."""
+    more, only adds partial tiles to reduce (H200: N = 8192, 128 tiles -> 1; N = 4096, 64 tiles -> 2).
+    Also the FP32 few-rows split (splitk_v8 with 64 x 512 tiles: 8 warps of 255 registers, one block
+    per SM; N = 4096 -> 16 splits, N = 8192 -> 8)."""
     return max(1, min(sms // tiles, K // MIN_K_PER_SPLIT))
 
 GEMV_FP32 = Kernel("gemv_fp32", "gemv.cu", _gemv_entries("fp32"), "fp32", choose=_gemv_choose(4),
@@ -147,9 +149,14 @@ def _retiled(row, splits=0, **params):
     return with_splits(r, splits) if splits else r
 
 
-SPLITK_FP32_FEW_ROWS = _retiled(SPLITK_FP32, 8, BM=64)
+# FP32 at M <= 64: split-K on v8's tile (splitk_v8), 64 x 512 blocks of 8 warps, one per SM, the
+# one-wave split. Chosen by timing v8's tiles x splits at 64 x 4096^2 and 64 x 8192^2 (H200,
+# 2026-12-01, README "split-K on v8", results/lab07d-splitk-v8-search_*.json); the v6-tile row it
+# replaced (splitk_fp32[BM64], 8 splits) reached 84 %.
+SPLITK_V8_FEW_ROWS = replace(_retiled(SPLITK_V8, BM=64, BN=512),
+                             launch_hook=SplitK("splitk_v8_reduce", rule=_one_wave))
 SPLITK_FP32_FEW_COLS = _retiled(SPLITK_FP32, 16, BN=16)
-SPLITK_FP32_NARROW = _retiled(SPLITK_FP32, 8, BN=64)
+SPLITK_FP32_NARROW = _retiled(SPLITK_V8, 8, BN=64, WN=64)      # v8's tile, 128 x 64: 2 warps
 GEMV_FP16_DEEP = _retiled(GEMV_FP16, KU=16)
 GEMV_FP32_DEEP = _retiled(GEMV_FP32, KU=16)     # twice the bytes in flight per thread (the FP16 row's build)
 SPLITK_FP16_FEW_ROWS = _retiled(SPLITK_FP16, 8, BM=64, BN=256)
@@ -190,9 +197,10 @@ DISPATCH = [
      lambda s: s.M <= 64 and _chunks(s), {"fp16_tensor": SKINNY_FP16_M64}),
     ("gemv", "2 <= M <= 4 in FP16 (odd N or K): the GEMV with 16 loads in flight per thread", lambda s: s.M <= 4,
      {"fp16_tensor": GEMV_FP16_DEEP}),
-    ("few-rows", "M <= 64 and K long: split-K with a 64-row tile, 8 splits",
-     lambda s: s.M <= 64 and _long_enough(SPLITK_FP32_FEW_ROWS)(s),
-     {"fp32": SPLITK_FP32_FEW_ROWS, "fp16_tensor": SPLITK_FP16_FEW_ROWS}),
+    ("few-rows", "M <= 64 in FP32 and K >= 2048: split-K on v8's tile, 64 x 512, splits = floor(SMs / tiles)",
+     lambda s: s.M <= 64 and s.K >= 2048, {"fp32": SPLITK_V8_FEW_ROWS}),
+    ("few-rows", "M <= 64 in FP16 and K long (odd N or K): split-K with a 64-row tile, 8 splits",
+     lambda s: s.M <= 64 and _long_enough(SPLITK_FP16_FEW_ROWS)(s), {"fp16_tensor": SPLITK_FP16_FEW_ROWS}),
     ("gemv", "M <= 64 in FP32, K short: the GEMV", lambda s: s.M <= 64,
      {"fp32": "gemv_fp32"}),
     ("gemv-tc", "5 <= M <= 16 in FP16 (odd N or K), K short: the tensor-core GEMV", lambda s: s.M <= 16,
@@ -201,7 +209,7 @@ DISPATCH = [
      lambda s: s.N <= 16 and _long_enough(SPLITK_FP32_FEW_COLS)(s), {"fp32": SPLITK_FP32_FEW_COLS}),
     ("few-cols", "N <= 16 and K long, FP16: split-K with a 16-column tile, 4 splits",
      lambda s: s.N <= 16 and _long_enough(SPLITK_FP16_FEW_COLS)(s), {"fp16_tensor": SPLITK_FP16_FEW_COLS}),
-    ("narrow", "N <= 64 and K long: split-K with a 64-column tile (8 splits FP32, 4 FP16)",
+    ("narrow", "N <= 64 and K long: split-K with a 64-column tile (FP32 on v8's, 8 splits; FP16 4)",
      lambda s: s.N <= 64 and _long_enough(SPLITK_FP32_NARROW)(s),
      {"fp32": SPLITK_FP32_NARROW, "fp16_tensor": SPLITK_FP16_NARROW}),
     ("split-k", "M x N fills fewer tiles than SMs and K is long: splits = ceil(SMs / tiles)", lambda s: s.splits >= 2,

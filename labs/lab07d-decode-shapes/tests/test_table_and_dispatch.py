@@ -69,12 +69,13 @@ def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_sh
     (FP16, (128, 128, 65536), "split-k", "splitk_fp16", "vec"),
     (FP32, (8192, 16, 8192), "few-cols", "splitk_fp32", "vec"),
     (FP16, (8192, 16, 8192), "few-cols", "splitk_fp16", "vec"),
-    (FP32, (8192, 64, 8192), "narrow", "splitk_fp32", "vec"),
+    (FP32, (8192, 64, 8192), "narrow", "splitk_v8", "vec"),
     (FP16, (8192, 64, 8192), "narrow", "splitk_fp16", "vec"),
-    (FP32, (8192, 16, 2048), "narrow", "splitk_fp32", "vec"),       # K too short for 16 splits, long enough for 8
+    (FP32, (8192, 16, 2048), "narrow", "splitk_v8", "vec"),       # K too short for 16 splits, long enough for 8
     (FP32, (16, 4096, 4096), "gemv", "gemv_fp32", "m16_vec"),
-    (FP32, (17, 8192, 8192), "few-rows", "splitk_fp32", "vec"),
-    (FP32, (64, 8192, 8192), "few-rows", "splitk_fp32", "vec"),
+    (FP32, (17, 8192, 8192), "few-rows", "splitk_v8", "vec"),
+    (FP32, (64, 8192, 8192), "few-rows", "splitk_v8", "vec"),
+    (FP32, (33, 4096, 4095), "few-rows", "splitk_v8", "scalar"),
     (FP16, (64, 4096, 4100), "few-rows", "splitk_fp16", "scalar"),
     (FP16, (65, 4096, 4096), "split-k", "splitk_fp16", "vec"),
     (FP32, (4096, 4096, 4096), "tiles", "v8", "vec"),
@@ -124,7 +125,8 @@ def test_the_sweep_times_gemv_only_at_decode_shapes_and_split_k_without_the_spli
     assert names("fp16", "decode", (1, 8192, 8192)) == ["gemv_fp16", "gemv_fp16_tc", "splitk_fp16", "skinny_fp16",
                                                         "t4", "gemm"]
     assert "gemv_fp32" not in names("fp32", "square", (4096, 4096, 4096))
-    assert names("fp32", "split-k", (128, 128, 65536)) == ["splitk_fp32", "v8", "splitk_fp32[splits=1]", "gemm"]
+    assert names("fp32", "split-k", (128, 128, 65536)) == ["splitk_fp32", "splitk_v8", "v8",
+                                                         "splitk_fp32[splits=1]", "gemm"]
     only = [e["name"] for e in sweep.entries(LAB, "fp32", "decode", 1, 4096, 4096, SMS, wanted=["gemm"])]
     assert only == ["gemm"]
 
@@ -146,8 +148,10 @@ def test_gemv_variants_pick_the_smallest_pass_that_holds_m():
 def test_the_dispatchers_own_rows_keep_their_tile_and_their_fixed_split():
     """few-rows / few-cols / narrow: the row's parameters reach the build (its tile) and its fixed
     split reaches the launch, instead of the split-k rule's ceil(SMs / tiles)."""
-    c = DISPATCH.plan(FP32, 64, 8192, 8192, sms=SMS)
-    assert c.kernel.tile == (64, 128) and c.splits == 8 and "BM64" in c.kernel.name
+    c = DISPATCH.plan(FP32, 64, 8192, 8192, sms=SMS)          # v8's tile, one block per SM: 132 // 16 tiles
+    assert c.kernel.tile == (64, 512) and c.splits == 8 and "BM64_BN512" in c.kernel.name
+    assert DISPATCH.plan(FP32, 64, 4096, 4096, sms=SMS).splits == 16                 # 132 // 8 tiles
+    assert DISPATCH.plan(FP32, 64, 4096, 4096, sms=84).splits == 10
     c = DISPATCH.plan(FP32, 8192, 16, 8192, sms=SMS)
     assert c.kernel.tile == (128, 16) and c.splits == 16
     c = DISPATCH.plan(FP16, 8192, 64, 8192, sms=SMS)
