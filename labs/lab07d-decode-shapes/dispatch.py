@@ -2,7 +2,8 @@
 table (lab.py, DISPATCH; first match wins), and says which rule fired.
 
     C, choice = gemm(A, B)              FP32 or FP16 A (M x K) and B (K x N), numpy; C is FP32
-    choice = plan(precision, M, N, K, sms=None)   the choice alone (no GPU needed when sms is given)
+    choice = plan(precision, M, N, K, sms=None, arch=None)   the choice alone (no GPU needed when both are given;
+                                        without a GPU the H200's: 132 SMs, sm_90)
     choice.rule, .when, .kernel, .variant, .splits, .label   "gemm[split-k: splitk_fp32/vec, splits=132]"
     check(precision, M, N, K, rng=None) -> (Verdict, choice): gemm against the float64 reference
     splits_for(k, M, N, K, sms)         a split-K row's rule, else ceil(sms / tiles), at most K / MIN_K_PER_SPLIT
@@ -20,7 +21,8 @@ from pathlib import Path
 from common.errors import CourseError
 from common.precision import precision as _precision
 
-H200_SMS = 132          # plan(...) without a GPU and without sms: the GPU the thresholds were measured on
+H200_SMS = 132          # plan(...) without a GPU and without sms or arch: the GPU the thresholds were measured on
+H200_ARCH = "sm_90"
 
 
 def _lab():
@@ -55,7 +57,8 @@ class Choice:
     @property
     def label(self):
         s = f", splits={self.splits}" if self.splits else ""
-        return f"gemm[{self.rule}: {self.kernel.base_name}/{self.variant}{s}]"
+        v = f"/{self.variant}" if self.variant else ""          # a one-entry row (lab 7c's h4) has none
+        return f"gemm[{self.rule}: {self.kernel.base_name}{v}{s}]"
 
     def __str__(self):
         s = self.shape
@@ -80,18 +83,25 @@ def shape_facts(prec, M, N, K, sms):
     return Shape(M, N, K, sms, math.ceil(M / bm) * math.ceil(N / bn), splits_for(k, M, N, K, sms))
 
 
-def plan(prec, M, N, K, sms=None):
-    """The rule that fires for this precision and shape, and the row, variant and splits it picks."""
+def plan(prec, M, N, K, sms=None, arch=None):
+    """The rule that fires for this precision and shape, and the row, variant and splits it picks, on
+    a GPU of `sms` SMs and architecture `arch` (default: this GPU's, else the H200's)."""
     from . import launch
     prec = _precision(prec).name
-    if sms is None:
+    if sms is None or arch is None:
         from common.device import gpu_status
-        sms = launch._gpu_sms() if gpu_status()[0] else H200_SMS
+        gpu = gpu_status()[0]
+        if sms is None:
+            sms = launch._gpu_sms() if gpu else H200_SMS
+        if arch is None:
+            arch = _lab().gpu_arch() if gpu else H200_ARCH
     s = shape_facts(prec, M, N, K, sms)
     for name, when, test, kernels in _table().DISPATCH:
         if prec not in kernels or not test(s):
             continue
         k = _lab().bind(_lab().kernel(kernels[prec]))      # a name, or a row of lab.py's own
+        if _lab().build_arch(k, arch) is None:
+            continue                      # a kernel this GPU cannot run (sm_90a only): the next rule
         splits = 0
         if k.launch_hook is not None and hasattr(k.launch_hook, "reduce"):
             splits = launch.splits_of(k, M, N, K, sms)     # a row's fixed split, else its rule (or split-k's)

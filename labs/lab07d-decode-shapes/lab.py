@@ -93,6 +93,7 @@ SKINNY_FP16 = Kernel("skinny_fp16", "skinny_fp16.cu", {"vec": "skinny_fp16_vec",
                            "M = 1 to 64 stream the weights at the copy bandwidth")
 
 LAB7 = load("lab07-matmul-registers")      # lab 7's best kernel of each precision, for the squares
+LAB7C = load("lab07c-hopper-wgmma")        # Hopper's TMA + wgmma kernels, for one decode rule
 LADDERS = {
     "fp32": [GEMV_FP32, SPLITK_FP32, SPLITK_V8, LAB7.kernel("v8")],
     "fp16": [GEMV_FP16, GEMV_FP16_TC, SPLITK_FP16, SKINNY_FP16, LAB7.kernel("t4")],
@@ -129,7 +130,8 @@ SWEEP_EXTRA = {"split-k": {"fp32": [with_splits(SPLITK_FP32, 1)], "fp16": [with_
 # ---------------------------------------------------------------------------------------------
 # The dispatcher (dispatch.py): gemm(A, B) -> (C, the rule that fired). First match wins.
 # ---------------------------------------------------------------------------------------------
-# Each rule: (name, the condition in words, predicate(s), {precision: kernel}). `s` has M, N, K,
+# Each rule: (name, the condition in words, predicate(s), {precision: kernel}); a rule whose kernel
+# this GPU cannot run (a Hopper-only row elsewhere) is skipped. `s` has M, N, K,
 # sms (this GPU's SM count), tiles (output tiles of the split-K kernel: ceil(M / BM) ceil(N / BN))
 # and splits (splits_for: ceil(sms / tiles), at most K / MIN_K_PER_SPLIT). A rule that names no
 # kernel (a name, or a row) for a precision is skipped for it. The thresholds are the H200's (README):
@@ -168,6 +170,11 @@ SPLITK_FP16_NARROW = _retiled(SPLITK_FP16, 4, BN=64)
 # timing tiles x splits beside cuBLAS (H200, 2026-12-01: README, results/lab07d-skinny-search_*.json).
 SKINNY_FP16_M32 = _retiled(SKINNY_FP16, MT=2)
 SKINNY_FP16_M64 = _retiled(SKINNY_FP16, MT=4, WARPS_K=2, REGDB=1)
+# FP16 at 33 <= M <= 64 on Hopper: lab 7c's persistent TMA + wgmma kernel (h4) with one 64-row
+# consumer, 64 x 64 tiles and 8 TMA stages (128 KB in flight per SM). At 64 x 4096^2 it ran 15.8 us
+# on 64 SMs where skinny_fp16 ran 18.4 on 128 (H200, 2026-12-01: README "FP16 at M = 64 on Hopper",
+# results/lab07d-h4-decode-search_*.json). sm_90a only: the dispatcher skips it on other GPUs.
+H4_DECODE = LAB7C.kernel("h4").with_params(BM=64, CONSUMERS=1, BN=64, STAGES=8)
 
 
 def _chunks(s):
@@ -193,6 +200,9 @@ DISPATCH = [
      lambda s: s.M <= 16 and _chunks(s), {"fp16_tensor": SKINNY_FP16}),
     ("skinny", "17 <= M <= 32 in FP16, N and K multiples of 8: the same with 32-row tiles",
      lambda s: s.M <= 32 and _chunks(s), {"fp16_tensor": SKINNY_FP16_M32}),
+    ("wgmma", "33 <= M <= 64 in FP16 on Hopper, at most 4096 x 4096 weights, N and K multiples of 8: "
+     "lab 7c's TMA + wgmma kernel with 64 x 64 tiles and 8 stages",
+     lambda s: 32 < s.M <= 64 and s.N * s.K <= 4096 * 4096 and _chunks(s), {"fp16_tensor": H4_DECODE}),
     ("skinny", "33 <= M <= 64 in FP16, N and K multiples of 8: the same with 64-row tiles",
      lambda s: s.M <= 64 and _chunks(s), {"fp16_tensor": SKINNY_FP16_M64}),
     ("gemv", "2 <= M <= 4 in FP16 (odd N or K): the GEMV with 16 loads in flight per thread", lambda s: s.M <= 4,

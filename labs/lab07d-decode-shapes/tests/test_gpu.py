@@ -82,6 +82,17 @@ CLASS_SHAPES = [shapes[0] for shapes in sweep.shape_sets(LAB).values()] + \
 
 
 @needs_gpu
+@pytest.mark.parametrize("shape", [(33, 1024, 2048), (47, 520, 1032), (64, 4096, 4096), (64, 64, 8)],
+                         ids=["33x1024x2048", "47x520x1032", "64x4096x4096", "64x64x8"])
+def test_the_wgmma_rule_is_correct_where_it_fires(shape):
+    """On Hopper, 33 <= M <= 64 FP16 goes to lab 7c's h4 built with 64 x 64 tiles (elsewhere to skinny_fp16):
+    odd M, a partial tile in N and in K, K = 8 (one chunk of a 64-deep TMA box)."""
+    verdict, choice = DISPATCH.check("fp16_tensor", *shape)
+    assert verdict.ok, str(verdict)
+    assert choice.rule == ("wgmma" if LAB.gpu_arch() == "sm_90" else "skinny"), str(choice)
+
+
+@needs_gpu
 @pytest.mark.parametrize("prec", ["fp32", "fp16_tensor"])
 @pytest.mark.parametrize("shape", CLASS_SHAPES, ids=["x".join(map(str, s)) for s in CLASS_SHAPES])
 def test_the_dispatcher_is_correct_on_every_class_of_shape(prec, shape):

@@ -61,7 +61,9 @@ def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_sh
     (FP16, (5, 4096, 4096), "skinny", "skinny_fp16", "vec"),
     (FP16, (16, 8192, 8192), "skinny", "skinny_fp16", "vec"),
     (FP16, (17, 8192, 8192), "skinny", "skinny_fp16", "vec"),
-    (FP16, (64, 4096, 4096), "skinny", "skinny_fp16", "vec"),
+    (FP16, (64, 4096, 4096), "wgmma", "h4", ""),                    # Hopper (the default arch, sm_90)
+    (FP16, (33, 4096, 4096), "wgmma", "h4", ""),
+    (FP16, (64, 8192, 8192), "skinny", "skinny_fp16", "vec"),        # more than 4096^2 weights
     (FP16, (16, 8191, 8192), "few-rows", "splitk_fp16", "scalar"),
     (FP16, (16, 4096, 1024), "skinny", "skinny_fp16", "vec"),
     (FP16, (16, 4096, 1020), "gemv-tc", "gemv_fp16_tc", "vec"),       # K not whole chunks, too short for 8 splits
@@ -88,7 +90,7 @@ def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_sh
 def test_the_dispatcher_picks_by_the_tables_rules(prec, shape, rule, kernel, variant):
     c = DISPATCH.plan(prec, *shape, sms=SMS)
     assert (c.rule, c.kernel.base_name, c.variant) == (rule, kernel, variant), str(c)
-    assert c.label.startswith(f"gemm[{rule}: {kernel}/{variant}")
+    assert c.label.startswith(f"gemm[{rule}: {kernel}{'/' + variant if variant else ''}")
 
 
 def test_split_k_gives_every_sm_a_tile_at_128x128x65536():
@@ -179,12 +181,22 @@ def test_skinny_takes_the_build_of_ms_class(M, mt):
     (170, 16, 2048, 8192, 5),
 ])
 def test_skinny_splits_keep_one_block_per_sm_by_the_gpus_sm_count(sms, M, N, K, want):
-    """skinny_fp16's rule (lab.py _one_wave): floor(SMs / tiles), at least 1, at most K / MIN_K_PER_SPLIT."""
-    c = DISPATCH.plan(FP16, M, N, K, sms=sms)
+    """skinny_fp16's rule (lab.py _one_wave): floor(SMs / tiles), at least 1, at most K / MIN_K_PER_SPLIT.
+    (An Ada GPU: on Hopper 64 x 4096^2 goes to the wgmma rule.)"""
+    c = DISPATCH.plan(FP16, M, N, K, sms=sms, arch="sm_89")
     assert c.kernel.base_name == "skinny_fp16" and c.splits == want, str(c)
     bm, bn = c.kernel.tile
     tiles = math.ceil(M / bm) * math.ceil(N / bn)
     assert c.splits == max(1, min(sms // tiles, K // LAB.table.MIN_K_PER_SPLIT))
+
+
+@pytest.mark.parametrize("arch,rule", [("sm_90", "wgmma"), ("sm_80", "skinny"), ("sm_86", "skinny"),
+                                       ("sm_89", "skinny"), ("sm_120", "skinny")])
+def test_the_hopper_only_rule_fires_on_hopper_and_is_skipped_elsewhere(arch, rule):
+    """h4 (lab 7c) is built for sm_90a only: on any other GPU the dispatcher takes the next rule."""
+    c = DISPATCH.plan(FP16, 64, 4096, 4096, sms=SMS, arch=arch)
+    assert c.rule == rule, str(c)
+    assert LAB.build_arch(c.kernel, arch) is not None
 
 
 def test_make_sanitize_checks_every_build_the_dispatcher_launches():
@@ -195,7 +207,8 @@ def test_make_sanitize_checks_every_build_the_dispatcher_launches():
     from common.sanitizer import parse
     plan = profiling.sanitize_plan(LAB)
     planned = {k.name for k, _, _, _ in plan}
-    assert all(k.lab == LAB.name and k.path for k, _, _, _ in plan)      # bound: make sanitize builds them
+    assert all(k.path for k, _, _, _ in plan)      # bound: make sanitize builds them (lab 7c's h4 where it lives)
+    assert {k.lab for k, _, _, _ in plan} == {LAB.name, "lab07c-hopper-wgmma"}
     for _, _, _, rows in LAB.option("DISPATCH"):
         for k in rows.values():
             assert (k if isinstance(k, str) else k.name) in planned | {"v8", "t4"}
