@@ -10,7 +10,7 @@ from common.kernels import Kernel
 from common.lab import load
 from common.precision import TF32_TRUNCATED
 
-from .launch import tf32_persistent, tma_clusters, tma_decode, tma_grid, tma_persistent, tma_split_k
+from .launch import tf32_persistent, tma_clusters, tma_grid, tma_persistent, tma_split_k
 
 TITLE = "Lab 7c, Hopper: wgmma, TMA, mbarriers, warp specialization (sm_90a)"
 SHORT = "lab07c"
@@ -52,9 +52,6 @@ FP16 = [
          "h4 over tiles x splits of K when tiles are fewer than SMs, reduced in the kernel by a ticket",
          "one wave of blocks however few the tiles (decode's M = 64): the last split of a tile adds "
          "the partials in split order, so C is repeatable; at squares it is h4"),
-    _tma("h7", "h7_decode_multicast.cu", "hgemm_h7_decode", tma_decode,
-         "h6 in clusters of 4 blocks along N that share each A tile by TMA multicast: the decode kernel",
-         "64 x 64 tiles pull as many bytes of A as of weights through L2; shared by 4, a quarter"),
 ]
 
 TF32 = [

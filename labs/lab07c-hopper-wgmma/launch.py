@@ -4,7 +4,6 @@
     tma_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream)  h4: one block per SM
     tma_clusters(kernel, func, M, N, K, a, b, c, alpha, beta, stream)    h5: persistent 2-block clusters
     tma_split_k(kernel, func, M, N, K, a, b, c, alpha, beta, stream)     h6: h4's grid over tiles x splits
-    tma_decode(kernel, func, M, N, K, a, b, c, alpha, beta, stream)      h7: h6 in clusters along N sharing A
     tf32_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream) h4_tf32: B^T, then h4's grid
 
 (h1 takes plain pointers and needs no hook: the course's default launch serves it.)
@@ -180,7 +179,7 @@ def _copy_step(dst, dst_pitch, src, src_pitch, width, rows, stream):
 
 
 # --- FP16: h2, h3, h4, h5 ----------------------------------------------------------------------
-def _fp16_steps(kernel, M, N, K, a, b, c, stream, grid, extra=(), a_box_rows=None):
+def _fp16_steps(kernel, M, N, K, a, b, c, stream, grid, extra=()):
     """[copy B to a padded pitch if N % 8,] launch: A (M x K) and B (K x N) as TMA maps."""
     f = function(kernel, kernel.entries[kernel.variants[0]], kernel.shared_bytes)
     bm, _ = kernel.tile
@@ -191,7 +190,7 @@ def _fp16_steps(kernel, M, N, K, a, b, c, stream, grid, extra=(), a_box_rows=Non
         dst = _scratch("B padded", K * pb * 2)
         steps.append(_copy_step(dst, pb * 2, b, N * 2, N * 2, K, stream))
         b = dst
-    tmA = _map(int(a), "float16", M, K, a_box_rows or bm, SWIZZLE_HALVES, K)   # h7: a slice per cluster block
+    tmA = _map(int(a), "float16", M, K, bm, SWIZZLE_HALVES, K)
     tmB = _map(b, "float16", K, N, bk, SWIZZLE_HALVES, pb)
     steps.append(prepared_launch(f, grid, (kernel.threads,), [*_ints(M, N, K), tmA, tmB, _ptr(c), *extra],
                                  kernel.shared_bytes, _stream(stream)))
@@ -229,24 +228,24 @@ def tma_clusters(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
     _run(kernel, M, N, K, a, b, c, stream, make)
 
 
-def _one_wave_splits(kernel, M, N, K, units, at_once):
-    """h6's and h7's split: as many as keep units x splits within one wave (`at_once` work units
-    run together: SMs for h6, clusters that fit for h7), at least 1, each split at least
-    MIN_SLICES_PER_SPLIT K slices of BK, and no more tile x consumer tickets than the workspace has
-    counters (past that there are more tiles than SMs anyway)."""
+def _one_wave_splits(kernel, M, N, K):
+    """h6's split: as many as keep tiles x splits within one block per SM (floor(SMs / tiles)), at
+    least 1, each split at least MIN_SLICES_PER_SPLIT K slices of BK, and no more tile x consumer
+    tickets than the workspace has counters (past that there are more tiles than SMs anyway)."""
     tiles_m, tiles_n = _tiles(kernel, M, N)
-    t = kernel.tiling
-    if tiles_m * tiles_n * t.value("CONSUMERS") > t.value("SPLIT_COUNTERS"):
+    tiles = tiles_m * tiles_n
+    slices = cdiv(K, kernel.tiling.value("BK"))
+    if tiles * kernel.tiling.value("CONSUMERS") > kernel.tiling.value("SPLIT_COUNTERS"):
         return 1
-    return max(1, min(at_once // units, cdiv(K, t.value("BK")) // MIN_SLICES_PER_SPLIT))
+    return max(1, min(_sm_count() // tiles, slices // MIN_SLICES_PER_SPLIT))
 
 
 MIN_SLICES_PER_SPLIT = 4        # 256 of K at BK = 64: a shorter split pays its fill and reduce for little
-_SPLIT_WS = {}                  # a zeroed workspace, grown only
+_SPLIT_WS = {}                  # bytes -> a zeroed workspace, grown only
 
 
 def _split_workspace(nbytes):
-    """A workspace whose first SPLIT_COUNTERS words are zero (h6 and h7 leave them zero after each launch)."""
+    """A workspace whose first SPLIT_COUNTERS words are zero (h6 leaves them zero after each launch)."""
     import pycuda.driver as cuda
     have = _SPLIT_WS.get("ws")
     if have is None or have[1] < nbytes:
@@ -260,37 +259,18 @@ def _split_workspace(nbytes):
     return int(have[0])
 
 
-def _split_args(kernel, M, N, splits):
-    """The kernel's last two arguments: splits, and the ticket workspace (none for one split)."""
-    tiles_m, tiles_n = _tiles(kernel, M, N)
-    t = kernel.tiling
-    slab = 128 * (t.value("BM") // 64 // t.value("CONSUMERS")) * (t.value("BN") // 2)
-    words = t.value("SPLIT_COUNTERS") + tiles_m * tiles_n * t.value("CONSUMERS") * splits * slab
-    return [*_ints(splits), _ptr(_split_workspace(4 * words) if splits > 1 else 0)]
-
-
 def tma_split_k(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
-    """h6: units = tiles x splits (one wave of splits), min(#SMs, units) persistent blocks."""
+    """h6: units = tiles x splits (splits by _one_wave_splits), min(#SMs, units) persistent blocks,
+    and the ticket workspace when splits > 1."""
     def make():
         tiles_m, tiles_n = _tiles(kernel, M, N)
-        tiles = tiles_m * tiles_n
-        splits = _one_wave_splits(kernel, M, N, K, tiles, _sm_count())
+        tiles, splits = tiles_m * tiles_n, _one_wave_splits(kernel, M, N, K)
+        t = kernel.tiling
+        slab = 128 * (t.value("BM") // 64 // t.value("CONSUMERS")) * (t.value("BN") // 2)
+        words = t.value("SPLIT_COUNTERS") + tiles * t.value("CONSUMERS") * splits * slab
+        ws = _split_workspace(4 * words) if splits > 1 else 0
         return _fp16_steps(kernel, M, N, K, a, b, c, stream, (min(tiles * splits, _sm_count()),),
-                           extra=_split_args(kernel, M, N, splits))
-    _run(kernel, M, N, K, a, b, c, stream, make)
-
-
-def tma_decode(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
-    """h7: clusters of CLUSTER blocks along N; units = groups of CLUSTER tile columns x splits (one
-    wave of clusters); CLUSTER x min(clusters that fit, units) blocks; A's map in slices of
-    BM / CLUSTER rows (each block multicasts one)."""
-    def make():
-        cl = kernel.tiling.value("CLUSTER")
-        tiles_m, tiles_n = _tiles(kernel, M, N)
-        groups, fit = tiles_m * cdiv(tiles_n, cl), clusters_that_fit(kernel)
-        splits = _one_wave_splits(kernel, M, N, K, groups, fit)
-        return _fp16_steps(kernel, M, N, K, a, b, c, stream, (cl * min(fit, groups * splits),),
-                           extra=_split_args(kernel, M, N, splits), a_box_rows=kernel.tile[0] // cl)
+                           extra=[*_ints(splits), _ptr(ws)])
     _run(kernel, M, N, K, a, b, c, stream, make)
 
 
