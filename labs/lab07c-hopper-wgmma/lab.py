@@ -10,7 +10,7 @@ from common.kernels import Kernel
 from common.lab import load
 from common.precision import TF32_TRUNCATED
 
-from .launch import tf32_persistent, tma_clusters, tma_grid, tma_persistent, tma_split_k
+from .launch import tf32_persistent, tma_clusters, tma_grid, tma_persistent
 
 TITLE = "Lab 7c, Hopper: wgmma, TMA, mbarriers, warp specialization (sm_90a)"
 SHORT = "lab07c"
@@ -48,10 +48,6 @@ FP16 = [
     _tma("h5", "h5_cluster_multicast.cu", "hgemm_h5_cluster", tma_clusters,
          "h4 in 2-block clusters that share each B tile by TMA multicast",
          "a third less L2-to-SM traffic per block, paid for with cross-block mbarrier arrivals"),
-    _tma("h6", "h6_split_k.cu", "hgemm_h6_split_k", tma_split_k,
-         "h4 over tiles x splits of K when tiles are fewer than SMs, reduced in the kernel by a ticket",
-         "one wave of blocks however few the tiles (decode's M = 64): the last split of a tile adds "
-         "the partials in split order, so C is repeatable; at squares it is h4"),
 ]
 
 TF32 = [

@@ -3,7 +3,6 @@
     tma_grid(kernel, func, M, N, K, a, b, c, alpha, beta, stream)        h2, h3: one block per tile
     tma_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream)  h4: one block per SM
     tma_clusters(kernel, func, M, N, K, a, b, c, alpha, beta, stream)    h5: persistent 2-block clusters
-    tma_split_k(kernel, func, M, N, K, a, b, c, alpha, beta, stream)     h6: h4's grid over tiles x splits
     tf32_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream) h4_tf32: B^T, then h4's grid
 
 (h1 takes plain pointers and needs no hook: the course's default launch serves it.)
@@ -179,7 +178,7 @@ def _copy_step(dst, dst_pitch, src, src_pitch, width, rows, stream):
 
 
 # --- FP16: h2, h3, h4, h5 ----------------------------------------------------------------------
-def _fp16_steps(kernel, M, N, K, a, b, c, stream, grid, extra=()):
+def _fp16_steps(kernel, M, N, K, a, b, c, stream, grid):
     """[copy B to a padded pitch if N % 8,] launch: A (M x K) and B (K x N) as TMA maps."""
     f = function(kernel, kernel.entries[kernel.variants[0]], kernel.shared_bytes)
     bm, _ = kernel.tile
@@ -192,7 +191,7 @@ def _fp16_steps(kernel, M, N, K, a, b, c, stream, grid, extra=()):
         b = dst
     tmA = _map(int(a), "float16", M, K, bm, SWIZZLE_HALVES, K)
     tmB = _map(b, "float16", K, N, bk, SWIZZLE_HALVES, pb)
-    steps.append(prepared_launch(f, grid, (kernel.threads,), [*_ints(M, N, K), tmA, tmB, _ptr(c), *extra],
+    steps.append(prepared_launch(f, grid, (kernel.threads,), [*_ints(M, N, K), tmA, tmB, _ptr(c)],
                                  kernel.shared_bytes, _stream(stream)))
     return steps
 
@@ -225,52 +224,6 @@ def tma_clusters(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
         tiles_m, tiles_n = _tiles(kernel, M, N)
         pairs = cdiv(tiles_m, 2) * tiles_n
         return _fp16_steps(kernel, M, N, K, a, b, c, stream, (2 * min(clusters_that_fit(kernel), pairs),))
-    _run(kernel, M, N, K, a, b, c, stream, make)
-
-
-def _one_wave_splits(kernel, M, N, K):
-    """h6's split: as many as keep tiles x splits within one block per SM (floor(SMs / tiles)), at
-    least 1, each split at least MIN_SLICES_PER_SPLIT K slices of BK, and no more tile x consumer
-    tickets than the workspace has counters (past that there are more tiles than SMs anyway)."""
-    tiles_m, tiles_n = _tiles(kernel, M, N)
-    tiles = tiles_m * tiles_n
-    slices = cdiv(K, kernel.tiling.value("BK"))
-    if tiles * kernel.tiling.value("CONSUMERS") > kernel.tiling.value("SPLIT_COUNTERS"):
-        return 1
-    return max(1, min(_sm_count() // tiles, slices // MIN_SLICES_PER_SPLIT))
-
-
-MIN_SLICES_PER_SPLIT = 4        # 256 of K at BK = 64: a shorter split pays its fill and reduce for little
-_SPLIT_WS = {}                  # bytes -> a zeroed workspace, grown only
-
-
-def _split_workspace(nbytes):
-    """A workspace whose first SPLIT_COUNTERS words are zero (h6 leaves them zero after each launch)."""
-    import pycuda.driver as cuda
-    have = _SPLIT_WS.get("ws")
-    if have is None or have[1] < nbytes:
-        if have is not None:
-            cuda.Context.synchronize()
-            have[0].free()
-        buf = cuda.mem_alloc(nbytes)
-        cuda.memset_d32(buf, 0, nbytes // 4)
-        have = _SPLIT_WS["ws"] = (buf, nbytes)
-        _PREPARED.clear()                       # prepared launches point at the old buffer
-    return int(have[0])
-
-
-def tma_split_k(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
-    """h6: units = tiles x splits (splits by _one_wave_splits), min(#SMs, units) persistent blocks,
-    and the ticket workspace when splits > 1."""
-    def make():
-        tiles_m, tiles_n = _tiles(kernel, M, N)
-        tiles, splits = tiles_m * tiles_n, _one_wave_splits(kernel, M, N, K)
-        t = kernel.tiling
-        slab = 128 * (t.value("BM") // 64 // t.value("CONSUMERS")) * (t.value("BN") // 2)
-        words = t.value("SPLIT_COUNTERS") + tiles * t.value("CONSUMERS") * splits * slab
-        ws = _split_workspace(4 * words) if splits > 1 else 0
-        return _fp16_steps(kernel, M, N, K, a, b, c, stream, (min(tiles * splits, _sm_count()),),
-                           extra=[*_ints(splits), _ptr(ws)])
     _run(kernel, M, N, K, a, b, c, stream, make)
 
 
