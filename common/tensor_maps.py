@@ -10,11 +10,6 @@
                                   cuLaunchKernel with args packed by value: a Python int is an
                                   int32, a float a float32, a CUtensorMap its 128 bytes, a PyCUDA
                                   allocation or GPUArray a device pointer, a ctypes value as is
-    dependent_launch(func, grid, block, args, smem=0, stream=0)
-                                  -> go(): the same launch, prepared once, as a programmatic dependent
-                                  launch (sm_90+): it may begin while the kernel before it on the
-                                  stream is finishing; the kernel must call griddepcontrol.wait
-                                  before it reads what that kernel wrote
     sm_count()                    multiprocessors of the current device (for persistent grids)
     max_active_clusters(func, block, smem)
                                   clusters of a kernel that declares __cluster_dims__ that fit on
@@ -180,33 +175,3 @@ def launch(func, grid, block, args, smem=0, stream=0):
     block = tuple(block) + (1,) * (3 - len(block))
     _check(d.cuLaunchKernel(func, *grid, *block, int(smem), d.CUstream(int(stream)),
                             ctypes.addressof(params), 0), "cuLaunchKernel")
-
-
-def dependent_launch(func, grid, block, args, smem=0, stream=0):
-    """go(): cuLaunchKernelEx of `func` with the programmatic-stream-serialization attribute, the
-    arguments packed now (see launch()). The launch may be processed, and the kernel's blocks
-    scheduled, while the previous kernel on the stream still runs; `griddepcontrol.wait` in the
-    kernel then holds it until that kernel has completed and its memory is visible. What it saves
-    is the gap between two dependent kernels (measured in lab 7d: 2.6 us for an empty second
-    launch behind a split-K kernel on the H200). Hopper and later only."""
-    d = _drv()
-    held = [_as_param(a) for a in args]
-    params = (ctypes.c_void_p * max(1, len(held)))(*[addr for _, addr in held])
-    cfg = d.CUlaunchConfig()
-    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = tuple(grid) + (1,) * (3 - len(grid))
-    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = tuple(block) + (1,) * (3 - len(block))
-    cfg.sharedMemBytes = int(smem)
-    cfg.hStream = d.CUstream(int(stream))
-    attr = d.CUlaunchAttribute()
-    attr.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-    attr.value.programmaticStreamSerializationAllowed = 1
-    cfg.attrs = [attr]
-    cfg.numAttrs = 1
-    addr, ok = ctypes.addressof(params), d.CUresult.CUDA_SUCCESS
-
-    def go():
-        err, = d.cuLaunchKernelEx(cfg, func, addr, 0)
-        if err != ok:
-            raise RuntimeError(f"cuLaunchKernelEx failed: {d.cuGetErrorName(err)[1]}")
-    go.keep = (held, params, cfg, attr)         # the packed arguments live as long as the launch
-    return go

@@ -17,14 +17,7 @@ partials; nothing else to synchronize):
     main    grid (ceil(N / BN), ceil(M / BM), splits), THREADS, the file's SMEM_BYTES; split z writes
             its partial tile to workspace[z] (splits x M x N floats); C is not touched
     reduce  grid (ceil(M N / REDUCE_THREADS)), REDUCE_THREADS; C[i] = ws[0][i] + ws[1][i] + ... in z order:
-            the same additions in the same order on every run, so C is bitwise repeatable.
-            On Hopper and later (and where NVIDIA's cuda-python bindings are installed, as lab 7c
-            needs them) the reduce is a programmatic dependent launch (common.tensor_maps): it is
-            launched while the main kernel finishes, which that kernel allows at its start
-            (griddepcontrol.launch_dependents), and waits inside for the partials
-            (griddepcontrol.wait). That saves most of the gap between the two kernels, 2.6 us
-            measured at 64 x 4096^2 on the H200 (README, "Split-K on v8"). Elsewhere: an ordinary
-            launch, and both instructions compile to nothing.
+            the same additions in the same order on every run, so C is bitwise repeatable
 The workspace is allocated once per (M, N, splits) and kept for the next call at that shape (a timing
 loop allocates nothing); the few most recent shapes are kept, older ones freed.
 
@@ -75,25 +68,6 @@ def with_splits(row, splits):
     tag = row.name[len(row.base_name) + 1:-1] if row.name != row.base_name else ""     # its parameters, if any
     return replace(row, name=f"{row.base_name}[{tag + ', ' if tag else ''}splits={splits}]",
                    launch_hook=replace(row.launch_hook, splits=int(splits)))
-
-
-_PDL = {}
-
-
-def dependent_reduce():
-    """Whether the reduce goes as a programmatic dependent launch here: a GPU of compute capability
-    9.0 or later and cuda-python's driver bindings (LAB7D_PDL=0 turns it off, for comparison)."""
-    if "ok" not in _PDL:
-        import os
-        from common.device import init_gpu
-        ok = os.environ.get("LAB7D_PDL", "1") != "0" and init_gpu().compute_capability() >= (9, 0)
-        if ok:
-            try:
-                import cuda.bindings.driver  # noqa: F401
-            except ImportError:
-                ok = False
-        _PDL["ok"] = ok
-    return _PDL["ok"]
 
 
 def _gpu_sms():
@@ -178,10 +152,6 @@ class _Plan:
             self.rgrid, self.rblock = (math.ceil(M * N / rt), 1, 1), (rt, 1, 1)
             self.reduce = load_function(cubin, k.launch_hook.reduce, 0, "iiiPP")
             self.ws_key = (M, N, splits)
-            self.dependent = {}                        # (workspace, C) -> a prepared dependent launch
-            if dependent_reduce():
-                from common import tensor_maps as tm
-                self.reduce_fn = tm.Module(cubin).function(k.launch_hook.reduce)
         self.splits = splits
         self.values = {"M": np.int32(M), "N": np.int32(N), "K": np.int32(K), "splits": np.int32(splits)}
         self.names = k.args
@@ -195,23 +165,5 @@ class _Plan:
         v["A"], v["B"], v["C"], v["workspace"] = a, b, c, ws
         self.func.prepared_async_call(self.grid, self.block, stream, *[v[x] for x in self.names],
                                       shared_size=self.shared)
-        if self.reduce is None:
-            return
-        if not self.dependent_ok():
+        if self.reduce is not None:
             self.reduce.prepared_async_call(self.rgrid, self.rblock, stream, *self.MN, v["splits"], ws, c)
-            return
-        key = (int(ws), int(c), 0 if stream is None else int(stream.handle))
-        go = self.dependent.get(key)
-        if go is None:
-            import ctypes
-            from common import tensor_maps as tm
-            if len(self.dependent) > 8:
-                self.dependent.clear()
-            args = [*(ctypes.c_int32(int(x)) for x in (*self.MN, v["splits"])),
-                    ctypes.c_void_p(int(ws)), ctypes.c_void_p(int(c))]
-            go = self.dependent[key] = tm.dependent_launch(self.reduce_fn, self.rgrid, self.rblock, args,
-                                                           stream=key[2])
-        go()
-
-    def dependent_ok(self):
-        return hasattr(self, "reduce_fn")

@@ -240,7 +240,6 @@ splitk_fp16_vec(int M, int N, int K, const __half* __restrict__ A, const __half*
                 float* __restrict__ C, int splits, float* __restrict__ workspace)
 {
     (void)C;
-    splitk::allow_reduce_launch();
     splitk_fp16::splitk_body<true>(M, N, K, A, B, splits, workspace);
 }
 
@@ -251,7 +250,6 @@ splitk_fp16_scalar(int M, int N, int K, const __half* __restrict__ A, const __ha
                    float* __restrict__ C, int splits, float* __restrict__ workspace)
 {
     (void)C;
-    splitk::allow_reduce_launch();
     splitk_fp16::splitk_body<false>(M, N, K, A, B, splits, workspace);
 }
 

@@ -211,7 +211,6 @@ splitk_fp32_vec(int M, int N, int K, const float* __restrict__ A, const float* _
                 float* __restrict__ C, int splits, float* __restrict__ workspace)
 {
     (void)C;
-    splitk::allow_reduce_launch();
     splitk_fp32::splitk_body<true>(M, N, K, A, B, splits, workspace);
 }
 
@@ -220,7 +219,6 @@ splitk_fp32_scalar(int M, int N, int K, const float* __restrict__ A, const float
                    float* __restrict__ C, int splits, float* __restrict__ workspace)
 {
     (void)C;
-    splitk::allow_reduce_launch();
     splitk_fp32::splitk_body<false>(M, N, K, A, B, splits, workspace);
 }
 

@@ -1,9 +1,6 @@
 // splitk_reduce.cuh -- lab 7d: the ordered reduce that every two-kernel split-K row runs after its
 // main kernel (splitk_fp32, splitk_fp16, splitk_v8), so that each kernel file shows only its split.
 //
-//   splitk::allow_reduce_launch()  at the start of a main kernel: on sm_90+ its reduce, launched as a
-//       programmatic dependent launch (launch.py, on Hopper and later), may be scheduled now instead
-//       of after this kernel's last block; elsewhere, and without that launch, nothing
 //   splitk::reduce<kThreads, kUnroll>(M, N, splits, workspace, C)
 //       one thread per element of C: C[i] = ((ws[0][i] + ws[1][i]) + ws[2][i]) + ..., z ascending.
 //       The same additions in the same order on every run: C is bitwise repeatable for a given
@@ -16,23 +13,11 @@
 
 namespace splitk {
 
-__device__ __forceinline__ void allow_reduce_launch()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 template <int kThreads, int kUnroll>
 __device__ __forceinline__ void reduce(int M, int N, int splits, const float* __restrict__ workspace,
                                        float* __restrict__ C)
 {
     static_assert(kUnroll >= 1 && kUnroll <= 32, "splitk::reduce: 1 to 32 loads in flight per thread");
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    // A programmatic dependent launch may start this kernel before the main one has finished:
-    // wait until it has, and its partials are visible (without such a launch this returns at once).
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
     const size_t MN = (size_t)M * N;
     const size_t i = (size_t)blockIdx.x * kThreads + threadIdx.x;
     if (i >= MN) return;

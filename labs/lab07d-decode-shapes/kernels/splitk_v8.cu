@@ -57,7 +57,6 @@ splitk_v8_vec(int M, int N, int K, const float* __restrict__ A, const float* __r
               float* __restrict__ C, int splits, float* __restrict__ workspace)
 {
     (void)C;
-    splitk::allow_reduce_launch();
     splitk_v8_body<true>(M, N, K, A, B, splits, workspace);
 }
 
@@ -66,7 +65,6 @@ splitk_v8_scalar(int M, int N, int K, const float* __restrict__ A, const float* 
                  float* __restrict__ C, int splits, float* __restrict__ workspace)
 {
     (void)C;
-    splitk::allow_reduce_launch();
     splitk_v8_body<false>(M, N, K, A, B, splits, workspace);
 }
 

@@ -68,29 +68,6 @@ def test_split_k_is_bitwise_repeatable_because_the_reduce_adds_in_split_order(na
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["splitk_fp32", "splitk_v8", "splitk_fp16"])
-def test_the_dependent_reduce_gives_the_bits_of_the_ordinary_one(name):
-    """On Hopper and later the reduce is a programmatic dependent launch (launch.py): the same
-    additions in the same order, so the same bits as the ordinary launch; elsewhere both are that."""
-    k = LAB.kernel(name)
-    M, N, K = 64, 520, 8192
-    A, B = k.prec.random_inputs(M, N, K, np.random.default_rng(7))
-    runs = []
-    for dependent in (True, False):
-        LAUNCH.release()
-        saved = dict(LAUNCH._PDL)
-        LAUNCH._PDL["ok"] = dependent and saved.get("ok", LAUNCH.dependent_reduce())
-        try:
-            runs.append(LAB.matmul(name, A, B))
-        finally:
-            LAUNCH._PDL.clear()
-            LAUNCH._PDL.update(saved)
-            LAUNCH.release()
-    assert np.array_equal(runs[0], runs[1])
-    assert not np.isnan(runs[0]).any()
-
-
-@needs_gpu
 @pytest.mark.parametrize("name", ["gemv_fp32", "gemv_fp16", "gemv_fp16_tc"])
 def test_gemv_is_bitwise_repeatable(name):
     rng = np.random.default_rng(7)
