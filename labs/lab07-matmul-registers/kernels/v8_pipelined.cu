@@ -10,6 +10,9 @@
 //   sgemm_v8_vec     only when K % 4 == 0 and N % 4 == 0 (the rule of v6/v7; this kernel itself
 //                    needs only N % 4 == 0): B copied in 16-byte cp.async chunks, C written as float4.
 //   sgemm_v8_scalar  any shape: B copied with 4-byte cp.async, C read and written per element.
+// The body is also lab 7d's split-K tile (labs/lab07d-decode-shapes/kernels/splitk_v8.cu includes
+// this file with V8_BODY_ONLY, which leaves these entry points out): it takes the length of its K
+// range and A's row stride (lda) apart, and the entry points pass lda = K.
 //
 // What v8 adds over v7, one switch each, so that every piece can be measured on its own:
 //

@@ -59,12 +59,6 @@
 #ifndef STAGES
 #define STAGES 3    // shared buffers in the cp.async ring: STAGES - 1 tiles in flight
 #endif
-#ifndef REDUCE_THREADS
-#define REDUCE_THREADS 256   // reduce kernel: one output element per thread
-#endif
-#ifndef REDUCE_UNROLL
-#define REDUCE_UNROLL 16     // reduce kernel: partial sums loaded before they are added, per thread
-#endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)                         // one warp per warp tile: 256
 #define SMEM_BYTES (STAGES * (BM * (BK + 8) + BK * (BN + 8)) * sizeof(__half))   // A ring, then B ring
@@ -78,7 +72,6 @@ static_assert(STAGES >= 2 && STAGES <= 8, "splitk_fp16: 2 to 8 stages (__pipelin
 static_assert(SMEM_BYTES <= 227 * 1024, "splitk_fp16: shared memory above the 227 KB any GPU gives a block");
 static_assert((BM / WM) * (BN / WN) * 16 * 20 * 4 <= SMEM_BYTES,
               "splitk_fp16: the epilogue's per-warp 16 x 20 float staging areas must fit in the ring");
-static_assert(REDUCE_THREADS % 32 == 0 && REDUCE_THREADS <= 1024, "splitk_fp16: REDUCE_THREADS must be whole warps");
 
 namespace splitk_fp16 {
 
@@ -103,7 +96,6 @@ using FragB = wmma::fragment<wmma::matrix_b, T16, T16, T16, __half, wmma::row_ma
 using FragC = wmma::fragment<wmma::accumulator, T16, T16, T16, float>;
 
 extern __shared__ __align__(128) unsigned char smem_raw[];
-
 
 // Copy tile [k0, k0 + BK) of A (rows bm..) and B (columns bn..) into one stage. ke: end of this
 // split's K range (only the last split's last tile reaches past it).

@@ -60,12 +60,6 @@
 #ifndef TN
 #define TN 8        // thread tile columns: two groups of 4, BN / 2 apart
 #endif
-#ifndef REDUCE_THREADS
-#define REDUCE_THREADS 256   // reduce kernel: one output element per thread
-#endif
-#ifndef REDUCE_UNROLL
-#define REDUCE_UNROLL 16     // reduce kernel: partial sums loaded before they are added, per thread
-#endif
 
 #define THREADS ((BM / TM) * (BN / TN))   // 256: one thread per 8 x 8 outputs
 #define SMEM_BYTES 0                       // static: 2 x (BK x BM + BK x BN) floats = 16 KB
@@ -79,7 +73,6 @@ static_assert((BM * BK / 4) % THREADS == 0 && (BK * BN / 4) % THREADS == 0,
 static_assert(THREADS % (BK / 4) == 0 && THREADS % (BN / 4) == 0,
               "splitk_fp32: a thread's A (B) groups must share one column of the tile");
 static_assert(2 * (BK * BM + BK * BN) * 4 <= 48 * 1024, "splitk_fp32: static shared memory is limited to 48 KB");
-static_assert(REDUCE_THREADS % 32 == 0 && REDUCE_THREADS <= 1024, "splitk_fp32: REDUCE_THREADS must be whole warps");
 
 namespace splitk_fp32 {
 

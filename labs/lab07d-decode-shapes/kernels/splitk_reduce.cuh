@@ -11,6 +11,15 @@
 // SASS to look for: kUnroll LDG.E.CONSTANT per group of splits, then a chain of FADD, one STG.
 #pragma once
 
+// The reduce's parameters (a split-K file's tiling reads them here: common/tiling.py follows "..." includes).
+#ifndef REDUCE_THREADS
+#define REDUCE_THREADS 256   // reduce kernel: one output element per thread
+#endif
+#ifndef REDUCE_UNROLL
+#define REDUCE_UNROLL 16     // reduce kernel: partial sums loaded before they are added, per thread
+#endif
+static_assert(REDUCE_THREADS % 32 == 0 && REDUCE_THREADS <= 1024, "splitk_reduce: REDUCE_THREADS must be whole warps");
+
 namespace splitk {
 
 template <int kThreads, int kUnroll>

@@ -30,15 +30,6 @@
 #include "../../lab07-matmul-registers/kernels/v8_pipelined.cu"
 #include "splitk_reduce.cuh"   // the ordered reduce
 
-#ifndef REDUCE_THREADS
-#define REDUCE_THREADS 256   // reduce kernel: one output element per thread
-#endif
-#ifndef REDUCE_UNROLL
-#define REDUCE_UNROLL 16     // reduce kernel: partial sums loaded before they are added, per thread
-#endif
-
-static_assert(REDUCE_THREADS % 32 == 0 && REDUCE_THREADS <= 1024, "splitk_v8: REDUCE_THREADS must be whole warps");
-
 template <bool VEC>
 __device__ __forceinline__ void splitk_v8_body(int M, int N, int K, const float* __restrict__ A,
                                                const float* __restrict__ B, int splits,
