@@ -157,6 +157,11 @@ def _retiled(row, splits=0, **params):
 # replaced (splitk_fp32[BM64], 8 splits) reached 84 %.
 SPLITK_V8_FEW_ROWS = replace(_retiled(SPLITK_V8, BM=64, BN=512),
                              launch_hook=SplitK("splitk_v8_reduce", rule=_one_wave))
+# ... and with at most 4096 x 2048 weights the 64 x 128 tile of 4 warps of 64 x 32 (WN = 32): a
+# 512-wide tile there leaves most SMs idle or wastes columns (64 x 520 x 8192: 57 against 30 us;
+# results/lab07d-small-few-rows_*.json, the second call of the review).
+SPLITK_V8_FEW_ROWS_SMALL = replace(_retiled(SPLITK_V8, BM=64, BN=128, WN=32, WNITER=2),
+                                   launch_hook=SplitK("splitk_v8_reduce", rule=_one_wave))
 SPLITK_FP32_FEW_COLS = _retiled(SPLITK_FP32, 16, BN=16)
 SPLITK_FP32_NARROW = _retiled(SPLITK_V8, 8, BN=64, WN=64)      # v8's tile, 128 x 64: 2 warps
 GEMV_FP16_DEEP = _retiled(GEMV_FP16, KU=16)
@@ -200,13 +205,17 @@ DISPATCH = [
      lambda s: s.M <= 16 and _chunks(s), {"fp16_tensor": SKINNY_FP16}),
     ("skinny", "17 <= M <= 32 in FP16, N and K multiples of 8: the same with 32-row tiles",
      lambda s: s.M <= 32 and _chunks(s), {"fp16_tensor": SKINNY_FP16_M32}),
-    ("wgmma", "33 <= M <= 64 in FP16 on Hopper, at most 4096 x 4096 weights, N and K multiples of 8: "
-     "lab 7c's TMA + wgmma kernel with 64 x 64 tiles and 8 stages",
-     lambda s: 32 < s.M <= 64 and s.N * s.K <= 4096 * 4096 and _chunks(s), {"fp16_tensor": H4_DECODE}),
+    ("wgmma", "33 <= M <= 64 in FP16 on Hopper, N >= 2048, at most 4096 x 4096 weights, N and K multiples "
+     "of 8: lab 7c's TMA + wgmma kernel with 64 x 64 tiles and 8 stages (fewer columns: too few tiles)",
+     lambda s: 32 < s.M <= 64 and s.N >= 2048 and s.N * s.K <= 4096 * 4096 and _chunks(s),
+     {"fp16_tensor": H4_DECODE}),
     ("skinny", "33 <= M <= 64 in FP16, N and K multiples of 8: the same with 64-row tiles",
      lambda s: s.M <= 64 and _chunks(s), {"fp16_tensor": SKINNY_FP16_M64}),
     ("gemv", "2 <= M <= 4 in FP16 (odd N or K): the GEMV with 16 loads in flight per thread", lambda s: s.M <= 4,
      {"fp16_tensor": GEMV_FP16_DEEP}),
+    ("few-rows", "M <= 64 in FP32, K >= 1024, at most 4096 x 2048 weights: split-K on v8's tile, 64 x 128, "
+     "splits = floor(SMs / tiles)", lambda s: s.M <= 64 and s.K >= 1024 and s.N * s.K <= 4096 * 2048,
+     {"fp32": SPLITK_V8_FEW_ROWS_SMALL}),
     ("few-rows", "M <= 64 in FP32 and K >= 2048: split-K on v8's tile, 64 x 512, splits = floor(SMs / tiles)",
      lambda s: s.M <= 64 and s.K >= 2048, {"fp32": SPLITK_V8_FEW_ROWS}),
     ("few-rows", "M <= 64 in FP16 and K long (odd N or K): split-K with a 64-row tile, 8 splits",

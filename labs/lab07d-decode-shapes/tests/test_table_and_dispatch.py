@@ -63,6 +63,10 @@ def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_sh
     (FP16, (17, 8192, 8192), "skinny", "skinny_fp16", "vec"),
     (FP16, (64, 4096, 4096), "wgmma", "h4", ""),                    # Hopper (the default arch, sm_90)
     (FP16, (33, 4096, 4096), "wgmma", "h4", ""),
+    (FP16, (48, 2048, 2048), "wgmma", "h4", ""),
+    (FP16, (64, 1024, 4096), "skinny", "skinny_fp16", "vec"),        # 16 tiles of 64: too few for h4
+    (FP32, (64, 520, 8192), "few-rows", "splitk_v8", "vec"),         # the 64 x 128 build: few weights
+    (FP32, (64, 4096, 1024), "few-rows", "splitk_v8", "vec"),
     (FP16, (64, 8192, 8192), "skinny", "skinny_fp16", "vec"),        # more than 4096^2 weights
     (FP16, (16, 8191, 8192), "few-rows", "splitk_fp16", "scalar"),
     (FP16, (16, 4096, 1024), "skinny", "skinny_fp16", "vec"),
@@ -154,6 +158,8 @@ def test_the_dispatchers_own_rows_keep_their_tile_and_their_fixed_split():
     assert c.kernel.tile == (64, 512) and c.splits == 8 and "BM64_BN512" in c.kernel.name
     assert DISPATCH.plan(FP32, 64, 4096, 4096, sms=SMS).splits == 16                 # 132 // 8 tiles
     assert DISPATCH.plan(FP32, 64, 4096, 4096, sms=84).splits == 10
+    c = DISPATCH.plan(FP32, 64, 520, 8192, sms=SMS)            # at most 4096 x 2048 weights: 64 x 128 tiles
+    assert c.kernel.tile == (64, 128) and c.splits == 132 // 5 and "WN32" in c.kernel.name
     c = DISPATCH.plan(FP32, 8192, 16, 8192, sms=SMS)
     assert c.kernel.tile == (128, 16) and c.splits == 16
     c = DISPATCH.plan(FP16, 8192, 64, 8192, sms=SMS)
