@@ -82,11 +82,11 @@ CLASS_SHAPES = [shapes[0] for shapes in sweep.shape_sets(LAB).values()] + \
 
 
 @needs_gpu
-@pytest.mark.parametrize("shape", [(33, 1024, 2048), (47, 520, 1032), (64, 4096, 4096), (64, 64, 8)],
-                         ids=["33x1024x2048", "47x520x1032", "64x4096x4096", "64x64x8"])
+@pytest.mark.parametrize("shape", [(33, 2048, 2048), (47, 2056, 1032), (64, 4096, 4096), (64, 2048, 8)],
+                         ids=["33x2048x2048", "47x2056x1032", "64x4096x4096", "64x2048x8"])
 def test_the_wgmma_rule_is_correct_where_it_fires(shape):
-    """On Hopper, 33 <= M <= 64 FP16 goes to lab 7c's h4 built with 64 x 64 tiles (elsewhere to skinny_fp16):
-    odd M, a partial tile in N and in K, K = 8 (one chunk of a 64-deep TMA box)."""
+    """On Hopper, 33 <= M <= 64 FP16 with N >= 2048 goes to lab 7c's h4 built with 64 x 64 tiles (elsewhere
+    to skinny_fp16): odd M, a partial tile in N and in K, K = 8 (one chunk of a 64-deep TMA box)."""
     verdict, choice = DISPATCH.check("fp16_tensor", *shape)
     assert verdict.ok, str(verdict)
     assert choice.rule == ("wgmma" if LAB.gpu_arch() == "sm_90" else "skinny"), str(choice)
