@@ -6,6 +6,8 @@ table (lab.py, DISPATCH; first match wins), and says which rule fired.
                                         without a GPU the H200's: 132 SMs, sm_90)
     choice.rule, .when, .kernel, .variant, .splits, .label   "gemm[split-k: splitk_fp32/vec, splits=132]"
     check(precision, M, N, K, rng=None) -> (Verdict, choice): gemm against the float64 reference
+    missing_runtime(row)                the Python module a row's launch needs and this machine lacks, or None
+                                        (on a GPU, plan() skips such a rule: lab.py's RUNTIME_NEEDS)
     splits_for(k, M, N, K, sms)         a split-K row's rule, else ceil(sms / tiles), at most K / MIN_K_PER_SPLIT
     shape_facts(precision, M, N, K, sms) -> the `s` a rule's predicate sees (M, N, K, sms, tiles, splits)
 
@@ -88,13 +90,14 @@ def plan(prec, M, N, K, sms=None, arch=None):
     a GPU of `sms` SMs and architecture `arch` (default: this GPU's, else the H200's)."""
     from . import launch
     prec = _precision(prec).name
+    live = False                          # choosing for this machine's GPU: its Python must launch the row too
     if sms is None or arch is None:
         from common.device import gpu_status
         gpu = gpu_status()[0]
         if sms is None:
             sms = launch._gpu_sms() if gpu else H200_SMS
         if arch is None:
-            arch = _lab().gpu_arch() if gpu else H200_ARCH
+            arch, live = (_lab().gpu_arch(), True) if gpu else (H200_ARCH, False)
     s = shape_facts(prec, M, N, K, sms)
     for name, when, test, kernels in _table().DISPATCH:
         if prec not in kernels or not test(s):
@@ -102,6 +105,8 @@ def plan(prec, M, N, K, sms=None, arch=None):
         k = _lab().bind(_lab().kernel(kernels[prec]))      # a name, or a row of lab.py's own
         if _lab().build_arch(k, arch) is None:
             continue                      # a kernel this GPU cannot run (sm_90a only): the next rule
+        if live and missing_runtime(k):
+            continue                      # ... or that this Python cannot launch (lab 7c's h4 without cuda-python)
         splits = 0
         if k.launch_hook is not None and hasattr(k.launch_hook, "reduce"):
             splits = launch.splits_of(k, M, N, K, sms)     # a row's fixed split, else its rule (or split-k's)
@@ -111,6 +116,16 @@ def plan(prec, M, N, K, sms=None, arch=None):
         return Choice(name, when, k, k.variant_for(M, N, K), splits, s)
     raise CourseError(f"no rule of lab.py's DISPATCH serves {prec} {M}x{N}x{K}",
                       hint="the last rule should match every shape (lab 7's tiled kernel)")
+
+
+def missing_runtime(k):
+    """The Python module row k's launch needs and this machine lacks (lab.py's RUNTIME_NEEDS), or None."""
+    import importlib.util
+    module = _table().RUNTIME_NEEDS.get(k.base_name) if hasattr(_table(), "RUNTIME_NEEDS") else None
+    try:
+        return module if module and importlib.util.find_spec(module) is None else None
+    except ModuleNotFoundError:               # the parent package (cuda) is not there either
+        return module
 
 
 _PRECISION_OF_DTYPE = {"float32": "fp32", "float16": "fp16_tensor"}

@@ -180,6 +180,9 @@ SKINNY_FP16_M64 = _retiled(SKINNY_FP16, MT=4, WARPS_K=2, REGDB=1)
 # on 64 SMs where skinny_fp16 ran 18.4 on 128 (H200, 2026-12-01: README "FP16 at M = 64 on Hopper",
 # results/lab07d-h4-decode-search_*.json). sm_90a only: the dispatcher skips it on other GPUs.
 H4_DECODE = LAB7C.kernel("h4").with_params(BM=64, CONSUMERS=1, BN=64, STAGES=8)
+# Rows whose launch needs a module `make test` does not install: h4's TMA maps come from NVIDIA's
+# cuda-python (lab 7c's README). Where it is missing, the dispatcher on a GPU takes the next rule.
+RUNTIME_NEEDS = {"h4": "cuda.bindings"}
 
 
 def _chunks(s):

@@ -205,6 +205,22 @@ def test_the_hopper_only_rule_fires_on_hopper_and_is_skipped_elsewhere(arch, rul
     assert LAB.build_arch(c.kernel, arch) is not None
 
 
+def test_a_rule_whose_row_this_python_cannot_launch_is_skipped_on_a_gpu(monkeypatch):
+    """On a Hopper GPU without cuda-python, h4 cannot be launched: the dispatcher must take skinny_fp16
+    instead of failing (a student's .venv does not install cuda-python; lab 7c's README says how)."""
+    import importlib.util
+    import common.device
+    h4 = DISPATCH.plan(FP16, 64, 4096, 4096, sms=SMS, arch="sm_90").kernel
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name.startswith("cuda") else real(name, *a))
+    assert DISPATCH.missing_runtime(h4) == "cuda.bindings"
+    assert DISPATCH.missing_runtime(LAB.kernel("skinny_fp16")) is None
+    monkeypatch.setattr(common.device, "gpu_status", lambda: (True, "an H200 (simulated)"))
+    monkeypatch.setattr(LAB, "gpu_arch", lambda: "sm_90")
+    assert DISPATCH.plan(FP16, 64, 4096, 4096, sms=SMS).rule == "skinny"
+    assert DISPATCH.plan(FP16, 64, 4096, 4096, sms=SMS, arch="sm_90").rule == "wgmma"    # asked, not live
+
+
 def test_make_sanitize_checks_every_build_the_dispatcher_launches():
     """The dispatcher's re-tiled rows are other builds of the table's kernels with the same entry
     names: the sanitizer's plan has each once, and a run that launched an entry point fewer times
