@@ -167,8 +167,8 @@ def _reason_v8(q):
     if ACOPY and (BM // 16) % (threads // 32):
         return ("v8: with ACOPY = 1, BM/16 must be a multiple of the warp count (a warp copies 16 rows "
                 "x 8 k)")
-    if FMAORDER not in (0, 1):
-        return "v8: FMAORDER is 0 (row-major) or 1 (column-major)"
+    if FMAORDER not in (0, 1, 2, 3):
+        return "v8: FMAORDER is 0 (row-major), 1 (column-major), 2 or 3 (the same, serpentine)"
     if LANEMAP not in (0, 1):
         return "v8: LANEMAP is 0 (v7's lane layout) or 1 (paired lanes)"
     if not (APAD >= 0 and APAD % 4 == 0):

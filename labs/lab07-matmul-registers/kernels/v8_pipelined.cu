@@ -169,7 +169,7 @@
 #define ACOPY 0     // A's way into As: 0: 4-byte cp.async (STAGES deep); 1: LDG.128 + 4 STS (1 ahead)
 #endif
 #ifndef FMAORDER
-#define FMAORDER 1  // order of a step's FFMAs in the source: 0: row-major (v7), 1: column-major
+#define FMAORDER 1  // order of a step's FFMAs: 0 row-major (v7), 1 column-major, 2 / 3 the same, serpentine
 #endif
 #ifndef LANEMAP
 #define LANEMAP 0   // 1: lane pairs share B columns and A rows (LDS.128 phases merge); 0: v7's lanes
@@ -230,7 +230,7 @@ static_assert(REGDB == 0 || REGDB == 1, "v8: REGDB is 0 or 1");
 static_assert(ACOPY == 0 || ACOPY == 1, "v8: ACOPY is 0 (4-byte cp.async) or 1 (through registers)");
 static_assert(ACOPY == 0 || (BM / 16) % (THREADS / 32) == 0,
               "v8: with ACOPY = 1, BM/16 must be a multiple of the warp count (a warp copies 16 rows x 8 k)");
-static_assert(FMAORDER == 0 || FMAORDER == 1, "v8: FMAORDER is 0 (row-major) or 1 (column-major)");
+static_assert(FMAORDER >= 0 && FMAORDER <= 3, "v8: FMAORDER is 0 (row-major), 1 (column-major), 2 or 3 (the same, serpentine)");
 static_assert(LANEMAP == 0 || LANEMAP == 1, "v8: LANEMAP is 0 (v7's lane layout) or 1 (paired lanes)");
 static_assert(APAD >= 0 && APAD % 4 == 0, "v8: APAD must be a multiple of 4 floats (As rows stay 16-byte aligned for LDS.128)");
 static_assert(SWIZZLE == 0 || APAD == 0, "v8: the XOR swizzle needs unpadded rows (APAD = 0)");
@@ -463,12 +463,28 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
 #pragma unroll
                 for (int j = 0; j < WNITER * TN; ++j)
                     acc[i][j] += regM[d][i] * regN[d][j];
-        } else {
+        } else if constexpr (FMAORDER == 1) {
 #pragma unroll
             for (int j = 0; j < WNITER * TN; ++j)
 #pragma unroll
                 for (int i = 0; i < TM; ++i)
                     acc[i][j] += regM[d][i] * regN[d][j];
+        } else if constexpr (FMAORDER == 2) {   // column-major, serpentine: columns j, j+1 share an A
+#pragma unroll
+            for (int j = 0; j < WNITER * TN; ++j)
+#pragma unroll
+                for (int ii = 0; ii < TM; ++ii) {
+                    const int i = (j % 2) ? TM - 1 - ii : ii;
+                    acc[i][j] += regM[d][i] * regN[d][j];
+                }
+        } else {                                // row-major, serpentine: rows i, i+1 share a B
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int jj = 0; jj < WNITER * TN; ++jj) {
+                    const int j = (i % 2) ? WNITER * TN - 1 - jj : jj;
+                    acc[i][j] += regM[d][i] * regN[d][j];
+                }
         }
     };
 
