@@ -21,7 +21,7 @@ import numpy as np
 
 from . import build as nvbuild
 from . import check as checking
-from . import report, sass as sassmod
+from . import register_banks, report, sass as sassmod
 from .errors import CourseError
 from .precision import precision
 
@@ -107,11 +107,13 @@ def sass_counts(lab, arch, kernels=None):
     lab.build(kernels, [arch])
     out = {}
     for k in kernels:
-        counts = sassmod.opcode_counts(sassmod.disassemble(k.cubin(lab.build_dir_of(k), lab.build_arch(k, arch))))
+        text = sassmod.disassemble(k.cubin(lab.build_dir_of(k), lab.build_arch(k, arch)))
+        counts, banks = sassmod.opcode_counts(text), register_banks.ffma_bank_conflicts(text)
         for v, entry in k.entries.items():
             if entry not in counts:
                 raise CourseError(f"{entry} is missing from the SASS of {k.source}")
-            out[entry] = {"kernel": k.label(v), "opcodes": dict(counts[entry]), **sassmod.family_counts(counts[entry])}
+            out[entry] = {"kernel": k.label(v), "opcodes": dict(counts[entry]), **sassmod.family_counts(counts[entry]),
+                          "register_banks": banks.get(entry)}
     return out
 
 
@@ -128,6 +130,15 @@ def sass(lab, args):
         cols = [("kernel", "kernel", "")] + [(c, c, "d") for c in columns]
         print(report.table(list(counts.values()), cols,
                            title=f"\nStatic SASS opcode counts, {arch} (cuobjdump -sass; each instruction counted once)"))
+        bank_rows = [{"kernel": r["kernel"], **r["register_banks"]} for r in counts.values()
+                     if r.get("register_banks") and r["register_banks"]["ffma"]]
+        if bank_rows:
+            print(report.table(bank_rows, [("kernel", "kernel", ""), ("ffma", "FFMA", "d"),
+                                           ("bank_conflicts", "bank-conflicting FFMA", "d"),
+                                           ("pct_conflicting", "% of FFMA", ".1f"),
+                                           ("three_reads", "3 bank reads", "d")],
+                               title="\nFFMA register-bank conflicts (static; model: 2 banks, the reuse cache; "
+                                     "common/register_banks.py)"))
         model_rows = []
         for k in lab.all_kernels:
             if "smem_loads_per_ffma" not in k.model or not lab.build_arch(k, arch):

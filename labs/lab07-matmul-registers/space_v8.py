@@ -10,7 +10,7 @@
 
 v7 has no cp.async pipeline and no rasterization: its STAGES is 1 (V7_PREFETCH=0) or 2
 (V7_PREFETCH=1, register-staged double buffer) and its GROUP is always 1. v8's feature switches
-SWIZZLE, APAD, REGDB, LANEMAP, ACOPY, FMAORDER may be given too (file defaults 1, 0, 1, 1, 0, 0).
+SWIZZLE, APAD, REGDB, LANEMAP, ACOPY, FMAORDER may be given too (file defaults 1, 0, 1, 0, 0, 2).
 
 The space is small on purpose (the GPU time is scarce): four block shapes that keep a lane's
 8 x 16 accumulator tile of v7 (128 FP32 accumulators, 6 LDS.128 per 128 FFMA), three with a
@@ -24,7 +24,7 @@ SWITCHES = ("SWIZZLE", "APAD", "REGDB", "LANEMAP", "ACOPY", "FMAORDER")
 DEFAULTS = {
     "v7": dict(BM=128, BN=128, BK=16, WM=64, WN=64, WNITER=4, TM=8, TN=4, STAGES=1, GROUP=1),
     "v8": dict(BM=128, BN=256, BK=8, WM=64, WN=64, WNITER=4, TM=8, TN=4, STAGES=3, GROUP=8,
-               SWIZZLE=1, APAD=0, REGDB=1, LANEMAP=0, ACOPY=0, FMAORDER=1),
+               SWIZZLE=1, APAD=0, REGDB=1, LANEMAP=0, ACOPY=0, FMAORDER=2),
 }
 
 SMEM_PER_SM = 228 * 1024          # H200 (sm_90): shared memory per SM, bytes
@@ -258,10 +258,10 @@ def candidates(kernel="v8"):
 
 def variants(p):
     """The implementation variants of one v8 tile configuration that the round-3 sweep tries:
-    LANEMAP, ACOPY and FMAORDER in all 8 combinations (same tiles, same arithmetic), legal ones."""
+    LANEMAP, ACOPY and FMAORDER in all 16 combinations (same tiles, same arithmetic), legal ones."""
     for lm in (0, 1):
         for ac in (0, 1):
-            for fo in (0, 1):
+            for fo in (0, 1, 2, 3):
                 q = dict(p, LANEMAP=lm, ACOPY=ac, FMAORDER=fo)
                 if reason_illegal(q) is None:
                     yield q

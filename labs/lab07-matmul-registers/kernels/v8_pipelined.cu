@@ -87,10 +87,18 @@
 //    rows as in v7: then the lanes of a phase read consecutive chunks, inside one aligned group
 //    of 8 that the XOR permutes, and group 1 is group 0's address plus an immediate.
 //
-// 5. FMAORDER: the order in which the source writes a step's FFMAs (row-major as v7, or
-//    column-major). Same arithmetic; ptxas allocates and schedules the two differently, and in
-//    an issue-bound kernel the operand-register conflicts that follow (ncu: dispatch_stall) are
-//    worth a few percent either way. A knob for the tuner, not an idea to teach.
+// 5. FMAORDER: the order in which the source writes a step's FFMAs. Same arithmetic; ptxas
+//    allocates registers and schedules differently for each. An FFMA reads three registers, and
+//    the register file serves them from two banks (even and odd register numbers, as
+//    microbenchmarks of Volta and later found): three reads, or two from one bank, cost the warp
+//    an extra cycle (ncu counts it as dispatch_stall) unless an operand comes from the reuse cache
+//    (`.reuse` in SASS: the previous instruction flagged that register in that operand slot).
+//    A column of the outer product is a chain of TM FFMA sharing one B register; the first FFMA
+//    of the next chain shares nothing with the last one of this chain, unless the rows turn
+//    around: FMAORDER 2 walks the rows down for column j and back up for column j + 1, so two
+//    chains meet on the same A register. 0 is row-major (v7), 1 column-major, 3 row-major with the
+//    columns turning around. On the H200 at 4096^3, interleaved with cuBLAS: 1 49.1 TFLOP/s, 2 50.2,
+//    0 48.0, 3 48.1; `make sass` prints the static count of bank-conflicting FFMA per kernel.
 //
 // 6. Block rasterization (GROUP): blocks are launched in blockIdx order, x fastest; remapped, the
 //    linear block number walks down GROUP block rows before moving one block column right, so
@@ -169,7 +177,7 @@
 #define ACOPY 0     // A's way into As: 0: 4-byte cp.async (STAGES deep); 1: LDG.128 + 4 STS (1 ahead)
 #endif
 #ifndef FMAORDER
-#define FMAORDER 1  // order of a step's FFMAs: 0 row-major (v7), 1 column-major, 2 / 3 the same, serpentine
+#define FMAORDER 2  // order of a step's FFMAs: 0 row-major (v7), 1 column-major, 2 / 3 the same, serpentine
 #endif
 #ifndef LANEMAP
 #define LANEMAP 0   // 1: lane pairs share B columns and A rows (LDS.128 phases merge); 0: v7's lanes
