@@ -81,8 +81,11 @@ SPLITK_FP16 = Kernel("splitk_fp16", "splitk_fp16.cu", {"vec": "splitk_fp16_vec",
                      "fp16_tensor", choose=_vec8, args=SPLITK_ARGS, launch_hook=SplitK("splitk_fp16_reduce"),
                      title="split-K on tensor cores: t3's WMMA tile with cp.async, the same ordered reduce",
                      claim="the same split on tensor cores: the SM count predicts the speed-up, the reduce costs a little")
+# splitk_v8's one-launch entry points (main kernel + reduce), taken where the grid fits in one wave.
+SPLITK_V8_FUSED = (("vec", "splitk_v8_fused_vec"), ("scalar", "splitk_v8_fused_scalar"))
 SPLITK_V8 = Kernel("splitk_v8", "splitk_v8.cu", {"vec": "splitk_v8_vec", "scalar": "splitk_v8_scalar"},
-                   "fp32", choose=_vec4, args=SPLITK_ARGS, launch_hook=SplitK("splitk_v8_reduce"),
+                   "fp32", choose=_vec4, args=SPLITK_ARGS,
+                   launch_hook=SplitK("splitk_v8_reduce", fused=SPLITK_V8_FUSED),
                    title="split-K on lab 7's v8: its pipelined, swizzled tile, handed one range of K per split",
                    claim="where the split is needed and the FFMAs dominate (M = 64), the split must sit on the fast tile")
 SKINNY_FP16 = Kernel("skinny_fp16", "skinny_fp16.cu", {"vec": "skinny_fp16_vec", "scalar": "skinny_fp16_scalar"},
@@ -156,12 +159,12 @@ def _retiled(row, splits=0, **params):
 # 2026-12-01, README "split-K on v8", results/lab07d-splitk-v8-search_*.json); the v6-tile row it
 # replaced (splitk_fp32[BM64], 8 splits) reached 84 %.
 SPLITK_V8_FEW_ROWS = replace(_retiled(SPLITK_V8, BM=64, BN=512),
-                             launch_hook=SplitK("splitk_v8_reduce", rule=_one_wave))
+                             launch_hook=SplitK("splitk_v8_reduce", rule=_one_wave, fused=SPLITK_V8_FUSED))
 # ... and with at most 4096 x 2048 weights the 64 x 128 tile of 4 warps of 64 x 32 (WN = 32): a
 # 512-wide tile there leaves most SMs idle or wastes columns (64 x 520 x 8192: 57 against 30 us;
 # results/lab07d-small-few-rows_*.json, the second call of the review).
 SPLITK_V8_FEW_ROWS_SMALL = replace(_retiled(SPLITK_V8, BM=64, BN=128, WN=32, WNITER=2),
-                                   launch_hook=SplitK("splitk_v8_reduce", rule=_one_wave))
+                                   launch_hook=SplitK("splitk_v8_reduce", rule=_one_wave, fused=SPLITK_V8_FUSED))
 SPLITK_FP32_FEW_COLS = _retiled(SPLITK_FP32, 16, BN=16)
 SPLITK_FP32_NARROW = _retiled(SPLITK_V8, 8, BN=64, WN=64)      # v8's tile, 128 x 64: 2 warps
 GEMV_FP16_DEEP = _retiled(GEMV_FP16, KU=16)

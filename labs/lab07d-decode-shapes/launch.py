@@ -1,11 +1,13 @@
 """How lab 7d launches split-K: the main kernel into a workspace, then the ordered reduce into C
 (splitk_fp32/fp16), or one kernel that reduces its splits itself (skinny_fp16).
 
-    SplitK(reduce, splits=0, rule=None)   a row's launch_hook (common/kernels.py): splits = 0 picks them
-                                  by `rule` (M, N, K, sms, tiles) -> splits when the row has one, else by
-                                  the split-k rule (splits_for); a number fixes them. reduce=None: no
-                                  reduce kernel, the main kernel's last block per tile adds the partials
-                                  (its workspace ends in zeroed ticket counters, below)
+    SplitK(reduce, splits=0, rule=None, fused=())   a row's launch_hook (common/kernels.py): splits = 0
+                                  picks them by `rule` (M, N, K, sms, tiles) -> splits when the row has one,
+                                  else by the split-k rule (splits_for); a number fixes them. reduce=None:
+                                  no reduce kernel, the main kernel's last block per tile adds the partials
+                                  (its workspace ends in zeroed ticket counters, below). fused: ((variant,
+                                  entry), ...) of a main kernel that also reduces, used when the grid fits
+                                  in one wave (uses_fused), else the two launches
     with_splits(row, s)           the same row with s splits, named "splitk_fp32[splits=s]" (same cubin)
     splits_of(row, M, N, K, sms)  the splits a row launches with at this shape
     splits_for(row, M, N, K, sms) the row's rule, else the split-k rule: ceil(sms / tiles), at most
@@ -20,6 +22,13 @@ partials; nothing else to synchronize):
             the same additions in the same order on every run, so C is bitwise repeatable
 The workspace is allocated once per (M, N, splits) and kept for the next call at that shape (a timing
 loop allocates nothing); the few most recent shapes are kept, older ones freed.
+
+With `fused` (splitk_v8.cu's splitk_v8_fused_*), a grid of at most one block per SM runs as one launch:
+the main kernel, a barrier over the grid, and each block's slice of the same ordered reduce (the
+splitk_reduce.cuh header says why the barrier needs the whole grid resident, and one block per SM
+always is). Its workspace is splits x M x N floats then 2 counters, zeroed once; C comes out bitwise
+the same as from the two launches. A larger grid takes the two launches. (Under MPS with an SM limit
+the device's SM count overstates what a process gets: set LAB07D_NO_FUSED=1 there.)
 
 With reduce=None (skinny_fp16.cu's header says why) there is one launch, grid (ceil(N / BN), ceil(M / BM),
 splits): each split writes its partial BM x BN tile to partial[tile][z] and draws a ticket from its tile's
@@ -37,7 +46,7 @@ import numpy as np
 
 KEEP_WORKSPACES = 4        # shapes whose workspace stays allocated (a sweep moves on shape by shape)
 
-_plans = {}                # (cubin, entry, M, N, K, splits) -> _Plan
+_plans = {}                # (main function, M, N, K, hook) -> _Plan
 _workspaces = {}           # (M, N, splits) or ("ticket", tiles, splits, tile floats) -> DeviceAllocation, oldest first
 
 
@@ -48,9 +57,10 @@ class SplitK:
     reduce: Optional[str]
     splits: int = 0        # 0: the rule at each shape
     rule: Optional[Callable] = None   # (M, N, K, sms, tiles) -> splits; None: ceil(sms / tiles) (splits_for)
+    fused: tuple = ()                 # ((variant, entry), ...): main + reduce in one launch (uses_fused)
 
     def __call__(self, k, func, M, N, K, a, b, c, alpha, beta, stream):
-        key = (id(func), M, N, K, self.splits)
+        key = (id(func), M, N, K, self)        # the hook too: a row without `fused` launches otherwise
         plan = _plans.get(key)
         if plan is None:
             plan = _plans[key] = _Plan(k, func, M, N, K, splits_of(k, M, N, K))
@@ -68,6 +78,14 @@ def with_splits(row, splits):
     tag = row.name[len(row.base_name) + 1:-1] if row.name != row.base_name else ""     # its parameters, if any
     return replace(row, name=f"{row.base_name}[{tag + ', ' if tag else ''}splits={splits}]",
                    launch_hook=replace(row.launch_hook, splits=int(splits)))
+
+
+def uses_fused(k, grid, sms):
+    """Whether row k runs its one-launch form for this grid: it has one, the grid is at most one block
+    per SM (every block resident at once, which its grid barrier needs), and LAB07D_NO_FUSED is unset."""
+    import os
+    return (bool(getattr(k.launch_hook, "fused", None)) and grid[0] * grid[1] * grid[2] <= sms
+            and not os.environ.get("LAB07D_NO_FUSED"))
 
 
 def _gpu_sms():
@@ -99,8 +117,9 @@ def splits_for(k, M, N, K, sms):
 
 
 def _workspace(key):
-    """The workspace for `key`: (M, N, splits) of a two-kernel row (splits x M x N floats), or
-    ("ticket", tiles, splits, tile_floats) of a row that reduces itself (partials, then zeroed counters)."""
+    """The workspace for `key`: (M, N, splits) of a two-kernel row (splits x M x N floats),
+    ("ticket", tiles, splits, tile_floats) of a row that reduces itself (partials, then zeroed counters),
+    or ("fused", M, N, splits) of a one-launch split (partials, then 2 zeroed counters)."""
     import pycuda.driver as cuda
     ws = _workspaces.get(key)
     if ws is None:
@@ -112,6 +131,11 @@ def _workspace(key):
             words = splits * tiles * tile_floats + tiles
             ws = cuda.mem_alloc(words * 4)
             cuda.memset_d32(ws, 0, words)              # the counters must start at zero
+        elif key[0] == "fused":
+            _, M, N, splits = key
+            words = splits * M * N + 2
+            ws = cuda.mem_alloc(words * 4)
+            cuda.memset_d32(ws, 0, words)              # the two counters must start at zero
         else:
             M, N, splits = key
             ws = cuda.mem_alloc(splits * M * N * 4)
@@ -147,6 +171,11 @@ class _Plan:
         self.func, self.reduce = func, None
         if k.launch_hook.reduce is None:               # one launch; partials and tickets in the workspace
             self.ws_key = ("ticket", self.grid[0] * self.grid[1], splits, bm * bn)
+        elif uses_fused(k, self.grid, _gpu_sms()):     # one launch; partials, then the grid's 2 counters
+            variant = next(v for v, e in k.entries.items()
+                           if load_function(cubin, e, k.shared_bytes, k.signature) is func)
+            self.func = load_function(cubin, dict(k.launch_hook.fused)[variant], k.shared_bytes, k.signature)
+            self.ws_key = ("fused", M, N, splits)
         else:
             rt = t.value("REDUCE_THREADS")
             self.rgrid, self.rblock = (math.ceil(M * N / rt), 1, 1), (rt, 1, 1)

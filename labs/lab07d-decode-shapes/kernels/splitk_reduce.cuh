@@ -8,7 +8,12 @@
 //       all in flight); the additions keep their order. For splits = 1 it is a copy.
 //       Launch (by the including file's entry point): 1-D blocks of kThreads, grid ceil(M * N / kThreads).
 //
-// SASS to look for: kUnroll LDG.E.CONSTANT per group of splits, then a chain of FADD, one STG.
+//   The one-launch form for grids of one wave (grid_barrier, reduce_tile_slice) is at the end.
+//
+// SASS to look for: kUnroll LDG.E.CONSTANT per group of splits, then a chain of FADD, one STG. In the
+// one-launch form (sm_90): MEMBAR.SC.GPU for the fence, ATOMG.E.ADD.STRONG.GPU for the arrival,
+// LDG.E.STRONG.GPU + CCTL.IVALL (the acquire load, L1 invalidated) and NANOSLEEP in the spin, and the
+// partials read by LDG.E.128.STRONG.GPU (__ldcg: from L2, never a stale L1 line).
 #pragma once
 
 // The reduce's parameters (a split-K file's tiling reads them here: common/tiling.py follows "..." includes).
@@ -42,6 +47,93 @@ __device__ __forceinline__ void reduce(int M, int N, int splits, const float* __
     }
     for (; z < splits; ++z) s += __ldg(p + (size_t)z * MN);
     C[i] = s;
+}
+
+// ---- One launch instead of two: the reduce inside the main kernel, for a grid of one wave --------
+//
+// grid_barrier(counters, total): every block of the grid arrives, then waits until all `total` have.
+//   Each thread fences its partial's stores (GPU scope) before its block's arrival; thread 0 adds one
+//   to counters[0] and spins on an acquire load until it reads `total`; the block barrier then
+//   orders the block's reads of the other blocks' partials after it. Safe only when every block of
+//   the grid is resident at once: the launcher runs this path only for grid <= SMs (one block per
+//   SM can always be resident). A wait of 10 s (the GPU's global timer) traps rather than hangs.
+// leave(counters, total): after the reduce, the last block to leave zeroes both counters, so the
+//   next launch finds them at zero (they are zeroed once when the workspace is allocated).
+// reduce_tile_slice<V, TBM, TBN, NT>(M, N, splits, workspace, C): block (x, y, z) adds, in z order as
+//   reduce() does, slice z of the TBM x TBN tile at block (x, y): C comes out bitwise the same as the
+//   two-launch path's. V = 4: float4 loads and stores (N % 4 == 0); V = 1: per element.
+__device__ __forceinline__ void grid_barrier(unsigned* counters, unsigned total)
+{
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        atomicAdd(counters, 1u);
+        unsigned seen;
+        unsigned long long start, now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+        for (;;) {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(seen) : "l"(counters) : "memory");
+            if (seen >= total) break;
+            __nanosleep(100);
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+            if (now - start > 10000000000ull) __trap();   // 10 s and a block never came: fail, do not hang
+        }
+    }
+    __syncthreads();
+}
+
+__device__ __forceinline__ void leave(unsigned* counters, unsigned total)
+{
+    __syncthreads();
+    if (threadIdx.x == 0 && atomicAdd(counters + 1, 1u) == total - 1) {
+        counters[0] = 0u;                          // every block is past its wait: no one reads them now
+        counters[1] = 0u;
+    }
+}
+
+template <int V, int TBM, int TBN, int NT, int kUnroll>
+__device__ __forceinline__ void reduce_tile_slice(int M, int N, int splits, const float* workspace, float* C)
+{
+    static_assert(V == 1 || V == 4, "reduce_tile_slice: per element or float4");
+    static_assert(TBN % V == 0, "reduce_tile_slice: whole float4 groups per tile row");
+    constexpr int ROW_GROUPS = TBN / V, GROUPS = TBM * ROW_GROUPS;
+    const int bm = blockIdx.y * TBM, bn = blockIdx.x * TBN;
+    const int per = (GROUPS + splits - 1) / splits;
+    const int lo = static_cast<int>(blockIdx.z) * per, hi = min(GROUPS, lo + per);
+    const size_t MN = (size_t)M * N;
+    for (int g = lo + static_cast<int>(threadIdx.x); g < hi; g += NT) {
+        const int row = bm + g / ROW_GROUPS, col = bn + (g % ROW_GROUPS) * V;
+        if (row >= M || col >= N) continue;        // V = 4: N % 4 == 0, so all four or none
+        const float* p = workspace + (size_t)row * N + col;
+        if constexpr (V == 4) {
+            float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            int z = 0;
+            for (; z + kUnroll <= splits; z += kUnroll) {
+                float4 v[kUnroll];
+#pragma unroll
+                for (int j = 0; j < kUnroll; ++j) v[j] = __ldcg(reinterpret_cast<const float4*>(p + (size_t)(z + j) * MN));
+#pragma unroll
+                for (int j = 0; j < kUnroll; ++j) { s.x += v[j].x; s.y += v[j].y; s.z += v[j].z; s.w += v[j].w; }
+            }
+            for (; z < splits; ++z) {
+                const float4 v = __ldcg(reinterpret_cast<const float4*>(p + (size_t)z * MN));
+                s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+            }
+            *reinterpret_cast<float4*>(C + (size_t)row * N + col) = s;
+        } else {
+            float s = 0.0f;
+            int z = 0;
+            for (; z + kUnroll <= splits; z += kUnroll) {
+                float v[kUnroll];
+#pragma unroll
+                for (int j = 0; j < kUnroll; ++j) v[j] = __ldcg(p + (size_t)(z + j) * MN);
+#pragma unroll
+                for (int j = 0; j < kUnroll; ++j) s += v[j];
+            }
+            for (; z < splits; ++z) s += __ldcg(p + (size_t)z * MN);
+            C[(size_t)row * N + col] = s;
+        }
+    }
 }
 
 }  // namespace splitk

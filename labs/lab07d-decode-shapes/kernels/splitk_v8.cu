@@ -22,6 +22,8 @@
 //     floats; C is neither read nor written.
 //   splitk_v8_reduce   (int M, int N, int splits, const float* workspace, float* C): the ordered
 //     reduce (splitk_reduce.cuh), grid ceil(M * N / REDUCE_THREADS): C is bitwise repeatable.
+//   splitk_v8_fused_vec, splitk_v8_fused_scalar   the main kernel and the reduce in one launch, for
+//     a grid of at most one block per SM (below); same arguments, C written, workspace + 2 counters.
 //
 // SASS to look for: v8's (per BK = 8 tile of the default block, 1024 FFMA, 48 LDS.128, LDGSTS.E for
 // A and LDGSTS.E.BYPASS.128 for B, DEPBAR, one BAR.SYNC; no LDL/STL), plus one IMAD for the range.
@@ -57,6 +59,40 @@ splitk_v8_scalar(int M, int N, int K, const float* __restrict__ A, const float* 
 {
     (void)C;
     splitk_v8_body<false>(M, N, K, A, B, splits, workspace);
+}
+
+// One launch (splitk_v8_fused_*), where the whole grid fits in one wave (grid <= SMs: the few-rows
+// rule's one-wave split): each block computes its partial as above, the grid meets at a barrier
+// (splitk::grid_barrier), and block (x, y, z) then adds slice z of tile (x, y) over every split, in
+// z order: the same sums as splitk_v8_reduce, without its launch. workspace: splits * M * N floats,
+// then 2 counters, zero when the launch starts (the launcher zeroes them once; each launch leaves them
+// zero). The tile a block reduces need not be the one it computed (v8 rasterizes its tiles): the
+// barrier is over the whole grid, so every partial is written before any is read.
+template <bool VEC>
+__device__ __forceinline__ void splitk_v8_fused(int M, int N, int K, const float* __restrict__ A,
+                                                const float* __restrict__ B, float* __restrict__ C,
+                                                int splits, float* __restrict__ workspace)
+{
+    splitk_v8_body<VEC>(M, N, K, A, B, splits, workspace);
+    unsigned* const counters = reinterpret_cast<unsigned*>(workspace + static_cast<size_t>(splits) * M * N);
+    const unsigned total = gridDim.x * gridDim.y * gridDim.z;
+    splitk::grid_barrier(counters, total);
+    splitk::reduce_tile_slice<VEC ? 4 : 1, BM, BN, THREADS, REDUCE_UNROLL>(M, N, splits, workspace, C);
+    splitk::leave(counters, total);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+splitk_v8_fused_vec(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                    float* __restrict__ C, int splits, float* __restrict__ workspace)
+{
+    splitk_v8_fused<true>(M, N, K, A, B, C, splits, workspace);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+splitk_v8_fused_scalar(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                       float* __restrict__ C, int splits, float* __restrict__ workspace)
+{
+    splitk_v8_fused<false>(M, N, K, A, B, C, splits, workspace);
 }
 
 // C[i] = sum over z ascending of workspace[z][i] (splitk_reduce.cuh): bitwise repeatable.

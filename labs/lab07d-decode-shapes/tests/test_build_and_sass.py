@@ -36,7 +36,8 @@ def test_the_table_names_every_entry_point_of_the_kernels():
         for arch in ALL_ARCHS:
             entries = res[(k.name, arch)]
             reduce = getattr(k.launch_hook, "reduce", None)       # skinny_fp16 has none: it reduces itself
-            wanted = list(k.entries.values()) + ([reduce] if reduce else [])
+            fused = [e for _, e in getattr(k.launch_hook, "fused", ())]   # splitk_v8's one-launch entries
+            wanted = list(k.entries.values()) + ([reduce] if reduce else []) + fused
             assert set(wanted) <= set(entries), f"{k.name} on {arch}: missing {set(wanted) - set(entries)}"
 
 
@@ -115,6 +116,20 @@ def test_splitk_v8_is_v8s_pipelined_tile(sass):
         assert c["LDGSTS"] > 0 and c["DEPBAR"] > 0 and c["BAR"] > 0 and c["LDS.128"] > 0, f"{entry}: {c}"
         assert c["STS"] == 0, f"{entry}: {c['STS']} STS"
     assert any(op.startswith("LDGSTS") and "128" in op for op in sass["splitk_v8_vec"]["opcodes"])
+
+
+def test_splitk_v8s_one_launch_form_is_the_same_tile_then_a_grid_barrier_and_the_reduce(sass):
+    """splitk_v8_fused_*: the main kernel's FFMA, then one atomic arrival (RED on sm_80, whose result
+    is unused; ATOMG on sm_90) and an acquire spin with
+    NANOSLEEP (splitk_reduce.cuh's grid_barrier), then the partials read from L2 (STRONG.GPU loads:
+    __ldcg) and added, and the counters handed back by an atomic."""
+    for v, entry in LAB.kernel("splitk_v8").launch_hook.fused:
+        c, main = sass[entry], sass[LAB.kernel("splitk_v8").entries[v]]
+        assert c["FFMA"] == main["FFMA"], f"{entry}: {c['FFMA']} FFMA against the main kernel's {main['FFMA']}"
+        ops = c["opcodes"]
+        assert sum(n for op, n in ops.items() if op.startswith(("ATOM", "RED"))) >= 2, f"{entry}: {ops}"   # RED: no result
+        assert ops.get("NANOSLEEP", 0) >= 1 and ops.get("FADD", 0) > 0, f"{entry}: {ops}"
+        assert any(op.startswith("LDG") and "STRONG" in op for op in ops), f"{entry}: {ops}"
 
 
 @pytest.mark.parametrize("entry", ["splitk_fp32_reduce", "splitk_fp16_reduce", "splitk_v8_reduce"])

@@ -68,6 +68,33 @@ def test_split_k_is_bitwise_repeatable_because_the_reduce_adds_in_split_order(na
 
 
 @needs_gpu
+@pytest.mark.parametrize("variant", ["vec", "scalar"])
+@pytest.mark.parametrize("row,shape", [("SPLITK_V8_FEW_ROWS", (64, 4096, 4096)), ("SPLITK_V8_FEW_ROWS", (33, 1028, 2051)),
+                                       ("SPLITK_V8_FEW_ROWS_SMALL", (48, 2048, 2048)), ("SPLITK_V8", (17, 129, 4097))])
+def test_splitk_v8s_one_launch_form_gives_the_two_launches_bits(row, shape, variant):
+    """The one-launch form (main kernel, grid barrier, each block's slice of the reduce) adds the same
+    partials in the same z order as the reduce kernel: C must be equal bit for bit, and right."""
+    from dataclasses import replace
+    fused = LAB.bind(getattr(LAB.table, row))
+    M, N, K = shape
+    if variant == "vec" and not fused.serves("vec", M, N, K):
+        pytest.skip(f"{M}x{N}x{K} is not a vec shape (N % 4, K % 4)")
+    two = replace(fused, name=fused.name + "[two launches]", launch_hook=replace(fused.launch_hook, fused=()))
+    sms = LAUNCH._gpu_sms()
+    splits = LAUNCH.splits_of(fused, M, N, K, sms)
+    bm, bn = fused.tile
+    assert LAUNCH.uses_fused(fused, (-(-N // bn), -(-M // bm), splits), sms), "this shape should take one launch"
+    rng = np.random.default_rng(23)
+    A, B = LAB.random_inputs(fused, M, N, K, rng)
+    one, both = LAB.matmul(fused, A, B, variant=variant), LAB.matmul(two, A, B, variant=variant)
+    assert np.array_equal(one.view(np.uint32), both.view(np.uint32))
+    again = LAB.matmul(fused, A, B, variant=variant)            # the counters were left at zero
+    assert np.array_equal(one.view(np.uint32), again.view(np.uint32))
+    verdict = LAB.check(fused, M, N, K, variant=variant)
+    assert verdict.ok, str(verdict)
+
+
+@needs_gpu
 @pytest.mark.parametrize("name", ["gemv_fp32", "gemv_fp16", "gemv_fp16_tc"])
 def test_gemv_is_bitwise_repeatable(name):
     rng = np.random.default_rng(7)

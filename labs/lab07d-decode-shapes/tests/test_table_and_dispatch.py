@@ -113,6 +113,22 @@ def test_split_k_splits_are_ceil_sms_over_tiles_and_never_shorter_than_the_minim
         assert DISPATCH.splits_for(k, M, N, K, SMS) == want
 
 
+def test_splitk_v8_runs_in_one_launch_only_where_its_grid_fits_in_one_wave(monkeypatch):
+    """launch.py: the one-launch form's grid barrier needs every block resident, so it runs only when
+    the grid has at most one block per SM; the few-rows rule's one-wave split always does."""
+    launch = LAB.module("launch")
+    few = LAB.bind(LAB.table.SPLITK_V8_FEW_ROWS)
+    c = DISPATCH.plan(FP32, 64, 4096, 4096, sms=SMS)
+    assert c.kernel.base_name == "splitk_v8" and c.kernel.launch_hook.fused == few.launch_hook.fused
+    tiles = math.ceil(64 / few.tile[0]) * math.ceil(4096 / few.tile[1])
+    assert launch.uses_fused(c.kernel, (tiles, 1, c.splits), SMS)
+    assert launch.uses_fused(few, (SMS, 1, 1), SMS) and not launch.uses_fused(few, (SMS + 1, 1, 1), SMS)
+    assert not launch.uses_fused(LAB.kernel("splitk_fp32"), (1, 1, 2), SMS)       # it has no such form
+    assert not launch.uses_fused(LAB.bind(LAB.table.SPLITK_FP32_NARROW), (64, 1, 8), SMS)   # 512 blocks: two launches
+    monkeypatch.setenv("LAB07D_NO_FUSED", "1")
+    assert not launch.uses_fused(few, (8, 1, 16), SMS)
+
+
 def test_the_split_count_follows_the_gpus_sm_count():
     assert DISPATCH.plan(FP16, 128, 128, 65536, sms=84).splits == 84      # an RTX 4090-sized GPU
     assert DISPATCH.plan(FP16, 128, 128, 65536, sms=170).splits == 170
