@@ -74,7 +74,9 @@ GEMV_FP16_TC = Kernel("gemv_fp16_tc", "gemv_fp16_tc.cu", {"vec": "gemv_fp16_tc_v
                       title="the FP16 GEMV on tensor cores: mma.sync m16n8k16 fed straight from 128-bit loads",
                       claim="16 rows of A cost a handful of instructions per 64 weight bytes: M = 16 stays on the memory roof")
 SPLITK_FP32 = Kernel("splitk_fp32", "splitk_fp32.cu", {"vec": "splitk_fp32_vec", "scalar": "splitk_fp32_scalar"},
-                     "fp32", choose=_vec4, args=SPLITK_ARGS, launch_hook=SplitK("splitk_fp32_reduce"),
+                     "fp32", choose=_vec4, args=SPLITK_ARGS,
+                     launch_hook=SplitK("splitk_fp32_reduce", fused=(("vec", "splitk_fp32_fused_vec"),
+                                                                     ("scalar", "splitk_fp32_fused_scalar"))),
                      title="split-K on FFMA: v6's 128 x 128 tile, K cut into `splits` ranges, an ordered reduce",
                      claim="one output tile on one SM becomes `splits` tiles on `splits` SMs")
 SPLITK_FP16 = Kernel("splitk_fp16", "splitk_fp16.cu", {"vec": "splitk_fp16_vec", "scalar": "splitk_fp16_scalar"},

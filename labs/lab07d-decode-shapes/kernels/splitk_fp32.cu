@@ -16,6 +16,9 @@
 //     (static shared memory, 8 KB). C is not touched (neither read nor written): the partial tile of
 //     split z goes to workspace[z][M][N], which must hold splits * M * N floats. Every block writes
 //     all of its in-bounds tile, zeros if its K range is empty, so the reduce may read it all.
+//   splitk_fp32_fused_vec, splitk_fp32_fused_scalar  the main kernel and the reduce in one launch,
+//     for a grid of at most one block per SM (launch.py; splitk_reduce.cuh says why); same arguments,
+//     C written, workspace = the partials then 2 counters.
 //   splitk_fp32_reduce  (int M, int N, int splits, const float* workspace, float* C)
 //     Launch: 1-D block of REDUCE_THREADS = 256, grid (ceil(M * N / REDUCE_THREADS), 1, 1), no shared
 //     memory. C[i] = ((ws[0][i] + ws[1][i]) + ws[2][i]) + ... : the same order on every run, so
@@ -213,6 +216,25 @@ splitk_fp32_scalar(int M, int N, int K, const float* __restrict__ A, const float
 {
     (void)C;
     splitk_fp32::splitk_body<false>(M, N, K, A, B, splits, workspace);
+}
+
+// The same in one launch, where the grid has at most one block per SM (launch.py): the main body,
+// then splitk_reduce.cuh's grid barrier and this block's slice of the ordered reduce. workspace:
+// the splits x M x N partials, then 2 counters (zero at the start; left zero). Same bits as the two.
+extern "C" __global__ void __launch_bounds__(THREADS)
+splitk_fp32_fused_vec(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                      float* __restrict__ C, int splits, float* __restrict__ workspace)
+{
+    splitk_fp32::splitk_body<true>(M, N, K, A, B, splits, workspace);
+    splitk::finish_in_one_launch<4, BM, BN, THREADS, REDUCE_UNROLL>(M, N, splits, workspace, C);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+splitk_fp32_fused_scalar(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                         float* __restrict__ C, int splits, float* __restrict__ workspace)
+{
+    splitk_fp32::splitk_body<false>(M, N, K, A, B, splits, workspace);
+    splitk::finish_in_one_launch<1, BM, BN, THREADS, REDUCE_UNROLL>(M, N, splits, workspace, C);
 }
 
 // C[i] = sum over z of workspace[z][i], z ascending (splitk_reduce.cuh): bitwise repeatable.

@@ -136,4 +136,17 @@ __device__ __forceinline__ void reduce_tile_slice(int M, int N, int splits, cons
     }
 }
 
+// The end of a one-launch split-K entry point, after its main body wrote partial z of its tile: the
+// grid barrier, this block's slice of the reduce, and the counters handed back. workspace holds the
+// splits x M x N partials, then the 2 counters.
+template <int V, int TBM, int TBN, int NT, int kUnroll>
+__device__ __forceinline__ void finish_in_one_launch(int M, int N, int splits, float* workspace, float* C)
+{
+    unsigned* const counters = reinterpret_cast<unsigned*>(workspace + static_cast<size_t>(splits) * M * N);
+    const unsigned total = gridDim.x * gridDim.y * gridDim.z;
+    grid_barrier(counters, total);
+    reduce_tile_slice<V, TBM, TBN, NT, kUnroll>(M, N, splits, workspace, C);
+    leave(counters, total);
+}
+
 }  // namespace splitk

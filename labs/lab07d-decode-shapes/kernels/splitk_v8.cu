@@ -74,11 +74,7 @@ __device__ __forceinline__ void splitk_v8_fused(int M, int N, int K, const float
                                                 int splits, float* __restrict__ workspace)
 {
     splitk_v8_body<VEC>(M, N, K, A, B, splits, workspace);
-    unsigned* const counters = reinterpret_cast<unsigned*>(workspace + static_cast<size_t>(splits) * M * N);
-    const unsigned total = gridDim.x * gridDim.y * gridDim.z;
-    splitk::grid_barrier(counters, total);
-    splitk::reduce_tile_slice<VEC ? 4 : 1, BM, BN, THREADS, REDUCE_UNROLL>(M, N, splits, workspace, C);
-    splitk::leave(counters, total);
+    splitk::finish_in_one_launch<VEC ? 4 : 1, BM, BN, THREADS, REDUCE_UNROLL>(M, N, splits, workspace, C);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)

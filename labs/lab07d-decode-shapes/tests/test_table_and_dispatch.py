@@ -113,7 +113,7 @@ def test_split_k_splits_are_ceil_sms_over_tiles_and_never_shorter_than_the_minim
         assert DISPATCH.splits_for(k, M, N, K, SMS) == want
 
 
-def test_splitk_v8_runs_in_one_launch_only_where_its_grid_fits_in_one_wave(monkeypatch):
+def test_split_k_runs_in_one_launch_only_where_its_grid_fits_in_one_wave(monkeypatch):
     """launch.py: the one-launch form's grid barrier needs every block resident, so it runs only when
     the grid has at most one block per SM; the few-rows rule's one-wave split always does."""
     launch = LAB.module("launch")
@@ -123,7 +123,9 @@ def test_splitk_v8_runs_in_one_launch_only_where_its_grid_fits_in_one_wave(monke
     tiles = math.ceil(64 / few.tile[0]) * math.ceil(4096 / few.tile[1])
     assert launch.uses_fused(c.kernel, (tiles, 1, c.splits), SMS)
     assert launch.uses_fused(few, (SMS, 1, 1), SMS) and not launch.uses_fused(few, (SMS + 1, 1, 1), SMS)
-    assert not launch.uses_fused(LAB.kernel("splitk_fp32"), (1, 1, 2), SMS)       # it has no such form
+    assert not launch.uses_fused(LAB.kernel("splitk_fp16"), (1, 1, 2), SMS)       # it has no such form
+    c = DISPATCH.plan(FP32, 128, 128, 65536, sms=SMS)                              # split-k: 132 blocks
+    assert c.kernel.base_name == "splitk_fp32" and launch.uses_fused(c.kernel, (1, 1, c.splits), SMS)
     assert not launch.uses_fused(LAB.bind(LAB.table.SPLITK_FP32_NARROW), (64, 1, 8), SMS)   # 512 blocks: two launches
     monkeypatch.setenv("LAB07D_NO_FUSED", "1")
     assert not launch.uses_fused(few, (8, 1, 16), SMS)
