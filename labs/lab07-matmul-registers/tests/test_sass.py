@@ -3,8 +3,6 @@
 Static counts: an instruction in a loop counts once. Where the compiler departs from the
 chapter's per-k-step counts, `make sass` shows both; these tests check only what must hold
 whatever the compiler does."""
-import functools
-
 import pytest
 
 from common.testing import lab_of
@@ -23,14 +21,10 @@ except Exception as e:  # CourseError with the fix in it
 pytestmark = pytest.mark.skipif(not HAVE_CUOBJDUMP, reason=f"needs cuobjdump: {WHY}")
 
 
-@functools.lru_cache(maxsize=None)
-def counts_for(arch):
-    return {c["kernel"]: c for c in targets.sass_counts(LAB, arch).values()}
-
-
 @pytest.fixture(scope="module", params=ALL_ARCHS)
 def sass(request):
-    return counts_for(request.param)
+    counts = targets.sass_counts(LAB, request.param)
+    return {c["kernel"]: c for c in counts.values()}
 
 
 def test_every_fp32_kernel_uses_ffma(sass):
@@ -113,11 +107,12 @@ def test_t2_copies_tiles_with_16_byte_loads(sass):
     assert sass["t2/vec"]["LDG.128"] > 0 and sass["t2/vec"]["STS.128"] > 0
 
 
-def test_register_banks_v7s_float4_epilogue_and_v8s_ffma_order():
+@pytest.mark.parametrize("sass", ["sm_90"], indirect=True)
+def test_register_banks_v7s_float4_epilogue_and_v8s_ffma_order(sass):
     """README, 'Register banks' (sm_90, where ncu measured it): v7/vec's float4 stores of C tie each
     accumulator quad to the parity of the B quad it is multiplied with, so most of its FFMA read two
     registers of one bank; v7/scalar stores per element and has few; v8's FFMA order has fewer than v7/vec.
     Other architectures' ptxas schedule differently (make sass ARCH=...), so only sm_90 is held to it."""
-    banks = {k: c["register_banks"]["pct_conflicting"] for k, c in counts_for("sm_90").items() if c.get("register_banks")}
+    banks = {k: c["register_banks"]["pct_conflicting"] for k, c in sass.items() if c.get("register_banks")}
     assert banks["v7/vec"] > 3 * banks["v7/scalar"], banks
     assert banks["v8/vec"] < banks["v7/vec"] / 2, banks
