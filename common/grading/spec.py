@@ -37,7 +37,7 @@ GPU_KINDS = ("correct", "race-free", "fast")
 DEFAULTS = {
     "SPEED_PCT": 75,              # a correct kernel at >= 75 % of the reference's speed gets the point
     "TIMING_SIZE": 2048,          # M = N = K of the timing
-    "TIMING_BUDGET_S": 0.25,      # per timing round (common.timing.time_gpu); two rounds each
+    "TIMING_BUDGET_S": 0.25,      # per kernel and round; both kernels interleaved over two rounds' worth
     "CHECK_ROWS": 256,            # rows of C compared with float64 after timing
     "GPU_TIMEOUT_S": 120,         # one part's GPU run; a kernel that hangs is cut off
     "SANITIZER_TIMEOUT_S": 300,

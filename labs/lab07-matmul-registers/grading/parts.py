@@ -41,7 +41,7 @@ SPEED_PCT = 75              # a correct kernel at >= 75 % of the reference's spe
 # M = N = K for the timing: every kernel runs its interior path and the GPU is full. (The grader's
 # tests on a simulated GPU set GRADE_TIMING_SIZE small; nothing else should.)
 TIMING_SIZE = 2048
-TIMING_BUDGET_S = 0.25      # per timing round (common.timing.time_gpu); two rounds each, best ratio kept
+TIMING_BUDGET_S = 0.25      # per kernel and round; reference and student interleaved (common.timing), two rounds' worth
 CHECK_ROWS = 256            # rows of C compared with float64 after timing (all of C is scanned for NaN)
 GPU_TIMEOUT_S = 120         # one part's GPU run; a kernel that hangs (a barrier in divergent code) is cut off
 SANITIZER_TIMEOUT_S = 300
