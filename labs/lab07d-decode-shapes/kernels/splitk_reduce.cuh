@@ -27,26 +27,35 @@ static_assert(REDUCE_THREADS % 32 == 0 && REDUCE_THREADS <= 1024, "splitk_reduce
 
 namespace splitk {
 
-template <int kThreads, int kUnroll>
-__device__ __forceinline__ void reduce(int M, int N, int splits, const float* __restrict__ workspace,
-                                       float* __restrict__ C)
+// p[0] + p[MN] + p[2 MN] + ... (splits terms), added in that order from 0.0f, kUnroll loads in flight.
+// kFromL2: the partials were written by other blocks of this same launch (the one-launch form), so
+// they are read from L2 (__ldcg); otherwise through the read-only path (__ldg).
+template <int kUnroll, bool kFromL2>
+__device__ __forceinline__ float sum_splits(const float* p, size_t MN, int splits)
 {
-    static_assert(kUnroll >= 1 && kUnroll <= 32, "splitk::reduce: 1 to 32 loads in flight per thread");
-    const size_t MN = (size_t)M * N;
-    const size_t i = (size_t)blockIdx.x * kThreads + threadIdx.x;
-    if (i >= MN) return;
-    const float* p = workspace + i;
+    static_assert(kUnroll >= 1 && kUnroll <= 32, "splitk: 1 to 32 loads in flight per thread");
+    auto load = [&](int z) { return kFromL2 ? __ldcg(p + (size_t)z * MN) : __ldg(p + (size_t)z * MN); };
     float s = 0.0f;
     int z = 0;
     for (; z + kUnroll <= splits; z += kUnroll) {
         float v[kUnroll];
 #pragma unroll
-        for (int j = 0; j < kUnroll; ++j) v[j] = __ldg(p + (size_t)(z + j) * MN);
+        for (int j = 0; j < kUnroll; ++j) v[j] = load(z + j);
 #pragma unroll
         for (int j = 0; j < kUnroll; ++j) s += v[j];
     }
-    for (; z < splits; ++z) s += __ldg(p + (size_t)z * MN);
-    C[i] = s;
+    for (; z < splits; ++z) s += load(z);
+    return s;
+}
+
+template <int kThreads, int kUnroll>
+__device__ __forceinline__ void reduce(int M, int N, int splits, const float* __restrict__ workspace,
+                                       float* __restrict__ C)
+{
+    const size_t MN = (size_t)M * N;
+    const size_t i = (size_t)blockIdx.x * kThreads + threadIdx.x;
+    if (i >= MN) return;
+    C[i] = sum_splits<kUnroll, false>(workspace + i, MN, splits);
 }
 
 // ---- One launch instead of two: the reduce inside the main kernel, for a grid of one wave --------
@@ -121,17 +130,7 @@ __device__ __forceinline__ void reduce_tile_slice(int M, int N, int splits, cons
             }
             *reinterpret_cast<float4*>(C + (size_t)row * N + col) = s;
         } else {
-            float s = 0.0f;
-            int z = 0;
-            for (; z + kUnroll <= splits; z += kUnroll) {
-                float v[kUnroll];
-#pragma unroll
-                for (int j = 0; j < kUnroll; ++j) v[j] = __ldcg(p + (size_t)(z + j) * MN);
-#pragma unroll
-                for (int j = 0; j < kUnroll; ++j) s += v[j];
-            }
-            for (; z < splits; ++z) s += __ldcg(p + (size_t)z * MN);
-            C[(size_t)row * N + col] = s;
+            C[(size_t)row * N + col] = sum_splits<kUnroll, true>(p, MN, splits);
         }
     }
 }
