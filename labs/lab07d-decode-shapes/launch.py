@@ -23,7 +23,7 @@ partials; nothing else to synchronize):
 The workspace is allocated once per (M, N, splits) and kept for the next call at that shape (a timing
 loop allocates nothing); the few most recent shapes are kept, older ones freed.
 
-With `fused` (splitk_v8.cu's splitk_v8_fused_*), a grid of at most one block per SM runs as one launch:
+With `fused` (splitk_v8_fused_* and splitk_fp32_fused_*), a grid of at most one block per SM runs as one launch:
 the main kernel, a barrier over the grid, and each block's slice of the same ordered reduce (the
 splitk_reduce.cuh header says why the barrier needs the whole grid resident, and one block per SM
 always is). Its workspace is splits x M x N floats then 2 counters, zeroed once; C comes out bitwise
@@ -47,7 +47,8 @@ import numpy as np
 KEEP_WORKSPACES = 4        # shapes whose workspace stays allocated (a sweep moves on shape by shape)
 
 _plans = {}                # (main function, M, N, K, hook) -> _Plan
-_workspaces = {}           # (M, N, splits) or ("ticket", tiles, splits, tile floats) -> DeviceAllocation, oldest first
+_workspaces = {}           # (M, N, splits), ("ticket", tiles, splits, tile floats) or ("fused", M, N, splits)
+                           # -> DeviceAllocation, oldest first
 
 
 @dataclass(frozen=True)
@@ -126,19 +127,18 @@ def _workspace(key):
         while len(_workspaces) >= KEEP_WORKSPACES:
             cuda.Context.synchronize()                 # no launch may still use what is freed
             _workspaces.pop(next(iter(_workspaces))).free()
-        if key[0] == "ticket":
+        if key[0] == "ticket":                         # partials, then one counter per tile
             _, tiles, splits, tile_floats = key
-            words = splits * tiles * tile_floats + tiles
-            ws = cuda.mem_alloc(words * 4)
-            cuda.memset_d32(ws, 0, words)              # the counters must start at zero
-        elif key[0] == "fused":
+            words, counters = splits * tiles * tile_floats + tiles, True
+        elif key[0] == "fused":                        # partials, then the grid's two counters
             _, M, N, splits = key
-            words = splits * M * N + 2
-            ws = cuda.mem_alloc(words * 4)
-            cuda.memset_d32(ws, 0, words)              # the two counters must start at zero
+            words, counters = splits * M * N + 2, True
         else:
             M, N, splits = key
-            ws = cuda.mem_alloc(splits * M * N * 4)
+            words, counters = splits * M * N, False
+        ws = cuda.mem_alloc(words * 4)
+        if counters:
+            cuda.memset_d32(ws, 0, words)              # the counters must start at zero
         _workspaces[key] = ws
     return ws
 
@@ -171,10 +171,8 @@ class _Plan:
         self.func, self.reduce = func, None
         if k.launch_hook.reduce is None:               # one launch; partials and tickets in the workspace
             self.ws_key = ("ticket", self.grid[0] * self.grid[1], splits, bm * bn)
-        elif uses_fused(k, self.grid, _gpu_sms()):     # one launch; partials, then the grid's 2 counters
-            variant = next(v for v, e in k.entries.items()
-                           if load_function(cubin, e, k.shared_bytes, k.signature) is func)
-            self.func = load_function(cubin, dict(k.launch_hook.fused)[variant], k.shared_bytes, k.signature)
+        elif (fused := self._fused_entry(k, func, cubin)) and uses_fused(k, self.grid, _gpu_sms()):
+            self.func = load_function(cubin, fused, k.shared_bytes, k.signature)   # partials, barrier, reduce
             self.ws_key = ("fused", M, N, splits)
         else:
             rt = t.value("REDUCE_THREADS")
@@ -185,6 +183,17 @@ class _Plan:
         self.values = {"M": np.int32(M), "N": np.int32(N), "K": np.int32(K), "splits": np.int32(splits)}
         self.names = k.args
         self.MN = (np.int32(M), np.int32(N))
+
+    @staticmethod
+    def _fused_entry(k, func, cubin):
+        """The one-launch entry point of the variant `func` is (load_function caches, so the runtime's
+        function for a variant is the same object), or None."""
+        from common.kernels import load_function
+        fused = dict(k.launch_hook.fused)
+        for v, e in k.entries.items():
+            if v in fused and load_function(cubin, e, k.shared_bytes, k.signature) is func:
+                return fused[v]
+        return None
 
     def run(self, a, b, c, stream):
         v = self.values
