@@ -12,6 +12,8 @@ run-time matter for the launcher, not a compile-time one: only the 227 KB assert
 
 DEFAULTS = dict(BM=128, BN=256, BK=32, WM=64, WN=64, STAGES=4, GROUP=8)
 NAMES = ("BM", "BN", "BK", "WM", "WN", "STAGES", "GROUP")
+# COPY_WARPS (warps that issue the copies) defaults to every warp, so it depends on the tile: only
+# candidates that set it name it; copy_warps(p) gives its value.
 # Ablation switches of the .cu (not tuned; candidates() leaves them at 1): T4_SWIZZLE=0 pads rows by
 # 8 halves instead of swizzling, T4_REGDB=0 drops the register double buffer.
 ABLATIONS = dict(T4_SWIZZLE=1, T4_REGDB=1)
@@ -26,6 +28,11 @@ def _full(p):
 def threads(p):
     p = _full(p)
     return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+
+
+def copy_warps(p):
+    p = _full(p)
+    return p.get("COPY_WARPS", threads(p) // 32)
 
 
 def smem_bytes(p):
@@ -57,10 +64,16 @@ def reason_illegal(params):
     T = threads(p)
     if T > 1024:
         return "too many warps: (BM/WM)*(BN/WN) must be at most 32"
-    if (BM * BK // 8) % T:
-        return "every thread copies the same number of 16-byte A chunks: BM*BK/8 must be a multiple of THREADS"
-    if (BK * BN // 8) % T:
-        return "every thread copies the same number of 16-byte B chunks: BK*BN/8 must be a multiple of THREADS"
+    CW = copy_warps(p)
+    if not 1 <= CW <= T // 32:
+        return "COPY_WARPS must be between 1 and the number of warps"
+    CT = 32 * CW
+    if (BM * BK // 8) % CT:
+        return ("every copying thread copies the same number of 16-byte A chunks: BM*BK/8 must be a "
+                "multiple of 32*COPY_WARPS")
+    if (BK * BN // 8) % CT:
+        return ("every copying thread copies the same number of 16-byte B chunks: BK*BN/8 must be a "
+                "multiple of 32*COPY_WARPS")
     if T * (WM * WN // 32 + 2 * (WM // 16 * 4 + WN // 8 * 2) + 40) > 65536:
         return ("registers: THREADS x (WM*WN/32 accumulators + double-buffered fragments + about 40) "
                 "must fit the 65,536 registers of an SM, or __launch_bounds__ forces spills")
@@ -73,7 +86,7 @@ def reason_illegal(params):
                 "(sm_86/89/120 give 99 KB; the launcher checks the device)")
     if GROUP < 1:
         return "GROUP (block rows per raster group) must be at least 1"
-    if T % (BK // 8) or T % (BN // 8):
+    if CT % (BK // 8) or CT % (BN // 8):
         return "a thread's chunks keep one column"
     return None
 
@@ -98,6 +111,10 @@ def candidates():
         c.append(dict(BM=128, BN=256, BK=64, WM=64, WN=64, STAGES=4, GROUP=g))
         c.append(dict(BM=128, BN=128, BK=64, WM=64, WN=64, STAGES=3, GROUP=g))   # 96 KB: 2 per SM
     c.append(dict(BM=256, BN=128, BK=64, WM=64, WN=64, STAGES=4, GROUP=16))
+    # Copies issued by warps 0-3 only (one per SM sub-partition), so that the other warp of each keeps
+    # its mma.sync going: the best 8-warp tiles of the H200's earlier tunes, with COPY_WARPS = 4.
+    for bk, st in ((32, 4), (64, 3), (64, 4)):
+        c.append(dict(BM=128, BN=256, BK=bk, WM=64, WN=64, STAGES=st, GROUP=8, COPY_WARPS=4))
     out = []
     for p in c:
         p = dict(DEFAULTS, **p)
@@ -111,7 +128,10 @@ def tag(p):
     """Short name of a configuration: the parameters that differ from DEFAULTS, e.g. BK64_STAGES3."""
     p = _full(p)
     ref = dict(DEFAULTS, **ABLATIONS)
-    return "_".join(f"{n}{p[n]}" for n in ref if p[n] != ref[n]) or "default"
+    parts = [f"{n}{p[n]}" for n in ref if p[n] != ref[n]]
+    if copy_warps(p) != threads(p) // 32:
+        parts.append(f"COPY_WARPS{copy_warps(p)}")
+    return "_".join(parts) or "default"
 
 
 if __name__ == "__main__":

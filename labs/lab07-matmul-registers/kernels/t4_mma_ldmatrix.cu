@@ -84,6 +84,9 @@
 // wavefronts per LDSM.x4, and sm__pipe_tensor_op_hmma_cycles_active for how busy the tensor pipe is.
 // Ablations (build with -D): T4_SWIZZLE=0 pads the rows by 8 halves instead (t3's layout, more shared
 // memory); T4_REGDB=0 loads each k-step's fragments just before its MMAs (one register set).
+// COPY_WARPS=4 lets only warps 0-3 (one per SM sub-partition) issue the copies, so the other warp of
+// each sub-partition never stops its mma.sync for them: +1.5 % at BK=64 on the H200, a tuning
+// parameter. T4_PROBE=1..4 take parts of the work away to measure what bounds the kernel (bounds.py).
 
 #include <cuda_fp16.h>
 
@@ -116,8 +119,19 @@
 #ifndef T4_REGDB
 #define T4_REGDB 1     // 0: one fragment set: each k-step loads its fragments, then computes
 #endif
+#ifndef COPY_WARPS
+#define COPY_WARPS ((BM / WM) * (BN / WN))   // warps that issue the copies (the first ones; default all)
+#endif
+// What bounds t4 (bounds.py): builds that leave out one part of the work. Their results are WRONG
+// by design; only their times mean anything. 0: the kernel. 1: no copies after the prologue (every
+// tile multiplies whatever the buffers hold). 2: no mma.sync (copies, barriers, ldmatrix only).
+// 3: as 1, and no barrier either. 4: the copies but no wait and no barrier (a race, on purpose).
+#ifndef T4_PROBE
+#define T4_PROBE 0
+#endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)                              // one warp per warp tile
+#define COPY_THREADS (COPY_WARPS * 32)
 #define SMEM_BYTES (STAGES * (BM * (BK + 8 - 8 * T4_SWIZZLE) + BK * (BN + 8 - 8 * T4_SWIZZLE)) * sizeof(half))
                     // A stages, then B stages (no padding when swizzled)
 
@@ -133,10 +147,11 @@ static_assert(BK == 32 || BK % 64 == 0,
 static_assert(BN % 64 == 0, "BN must be a multiple of 64: B rows must be a multiple of 8 chunks for "
                             "the r%8 swizzle to stay inside the row");
 static_assert(THREADS <= 1024, "too many warps: (BM/WM)*(BN/WN) must be at most 32");
-static_assert((BM * BK / 8) % THREADS == 0, "every thread copies the same number of 16-byte A chunks: "
-                                            "BM*BK/8 must be a multiple of THREADS");
-static_assert((BK * BN / 8) % THREADS == 0, "every thread copies the same number of 16-byte B chunks: "
-                                            "BK*BN/8 must be a multiple of THREADS");
+static_assert(COPY_WARPS >= 1 && COPY_WARPS <= THREADS / 32, "COPY_WARPS must be between 1 and the number of warps");
+static_assert((BM * BK / 8) % COPY_THREADS == 0, "every copying thread copies the same number of 16-byte A "
+                                                 "chunks: BM*BK/8 must be a multiple of 32*COPY_WARPS");
+static_assert((BK * BN / 8) % COPY_THREADS == 0, "every copying thread copies the same number of 16-byte B "
+                                                 "chunks: BK*BN/8 must be a multiple of 32*COPY_WARPS");
 static_assert(THREADS * (WM * WN / 32 + 2 * (WM / 16 * 4 + WN / 8 * 2) + 40) <= 65536,
               "registers: THREADS x (WM*WN/32 accumulators + double-buffered fragments + about 40) "
               "must fit the 65,536 registers of an SM, or __launch_bounds__ forces spills");
@@ -160,8 +175,8 @@ constexpr int LDA_C = CPR_A + PAD;           // row stride of the A tile, chunks
 constexpr int LDB_C = CPR_B + PAD;           // row stride of the B tile, chunks
 constexpr int A_STAGE_BYTES = BM * LDA_C * 16;
 constexpr int B_STAGE_BYTES = BK * LDB_C * 16;
-constexpr int A_ITERS = BM * BK / 8 / THREADS;   // A chunks per thread per stage
-constexpr int B_ITERS = BK * BN / 8 / THREADS;
+constexpr int A_ITERS = BM * BK / 8 / COPY_THREADS;   // A chunks per thread per stage
+constexpr int B_ITERS = BK * BN / 8 / COPY_THREADS;
 
 static_assert(SMEM_BYTES == STAGES * (A_STAGE_BYTES + B_STAGE_BYTES), "layout: A stages, then B stages");
 static_assert(KSTEPS % 2 == 0, "register double buffer: an even number of k-steps per stage");
@@ -215,9 +230,9 @@ extern __shared__ __align__(128) unsigned char smem_raw[];
 // One thread's share of the copies. Its A chunks are rows a_row + it * A_ROW_STEP of the tile at
 // logical chunk a_c (likewise for B), so the sources of a stage are one pointer plus multiples of a
 // stride, and the pointers move by BK columns of A / BK rows of B per tile.
-constexpr int A_ROW_STEP = THREADS / CPR_A;   // tile rows between a thread's A chunks
-constexpr int B_ROW_STEP = THREADS / CPR_B;
-static_assert(THREADS % CPR_A == 0 && THREADS % CPR_B == 0, "a thread's chunks keep one column");
+constexpr int A_ROW_STEP = COPY_THREADS / CPR_A;   // tile rows between a thread's A chunks
+constexpr int B_ROW_STEP = COPY_THREADS / CPR_B;
+static_assert(COPY_THREADS % CPR_A == 0 && COPY_THREADS % CPR_B == 0, "a thread's chunks keep one column");
 
 struct Copier {
     const __half* a_src;   // A[bm + a_row][k0 + 8 a_c] of the next tile to issue
@@ -280,6 +295,7 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+    const bool copier = COPY_WARPS == THREADS / 32 || warp < COPY_WARPS;   // this warp issues copies
 
     // Rasterization: linear launch order -> (block row, block column), GROUP block rows at a time.
     const int gx = gridDim.x, gy = gridDim.y;
@@ -368,7 +384,7 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
 #pragma unroll
             for (int jj = 0; jj < NT; ++jj) {
                 const int j = (i % 2) ? NT - 1 - jj : jj;   // serpentine: reuse the last B fragment
-                mma_16816(acc[i][j], fa[cur][i], fb[cur][j]);
+                if (T4_PROBE != 2) mma_16816(acc[i][j], fa[cur][i], fb[cur][j]);
             }
         }
     };
@@ -376,7 +392,7 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
     // Prologue: tiles 0 .. STAGES-2 in flight, one commit group each (empty groups past the end).
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < k_tiles) issue(s);
+        if (s < k_tiles && copier) issue(s);
         cp_async_commit();
     }
     cp_async_wait<STAGES - 2>();   // tile 0 has landed (for this thread) ...
@@ -387,8 +403,10 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
     unsigned sA = sA0, sB = sB0;     // read_stage's buffers
     // Tile t+1 has landed (for every thread), and every warp is done reading tile t: move on.
     auto next_stage = [&]() {
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
+        if (T4_PROBE < 3) {
+            cp_async_wait<STAGES - 2>();
+            __syncthreads();
+        }
         read_stage = (read_stage + 1 == STAGES) ? 0 : read_stage + 1;
         sA = sA0 + read_stage * A_STAGE_BYTES;
         sB = sB0 + read_stage * B_STAGE_BYTES;
@@ -406,7 +424,8 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
         for (int kk = 0; kk < KSTEPS; ++kk) {
             if (kk == 0) {
                 // Refill the buffer tile t-1 used (every warp is past the barrier that freed it).
-                if (t + STAGES - 1 < k_tiles) issue(write_stage);
+                if (t + STAGES - 1 < k_tiles && copier && T4_PROBE != 1 && T4_PROBE != 3)
+                    issue(write_stage);
                 cp_async_commit();   // always, even empty: keeps the wait_group arithmetic fixed
                 write_stage = (write_stage + 1 == STAGES) ? 0 : write_stage + 1;
             }

@@ -116,3 +116,21 @@ def test_register_banks_v7s_float4_epilogue_and_v8s_ffma_order(sass):
     banks = {k: c["register_banks"]["pct_conflicting"] for k, c in sass.items() if c.get("register_banks")}
     assert banks["v7/vec"] > 3 * banks["v7/scalar"], banks
     assert banks["v8/vec"] < banks["v7/vec"] / 2, banks
+
+
+@pytest.mark.parametrize("sass", ["sm_90"], indirect=True)
+def test_t4_bounds_builds_leave_out_what_they_say(sass):
+    """make bounds (bounds.py) times t4 beside builds without parts of its work: T4_PROBE=1 keeps only
+    the prologue's copies (fewer LDGSTS, the barrier kept), 2 has no HMMA, 3 neither copies nor a
+    barrier in the loop. The default build is t4 itself."""
+    from common.sass import disassemble, opcode_counts
+    base = LAB.bind(LAB.kernel("t4"))
+    builds = {p: base.with_params(T4_PROBE=p) for p in (1, 2, 3)}
+    LAB.build(list(builds.values()), ["sm_90"])
+    ops = {p: opcode_counts(disassemble(k.cubin(LAB.build_dir_of(k), "sm_90")))["hgemm_t4_vec"]
+           for p, k in builds.items()}
+    t4 = sass["t4/vec"]["opcodes"]
+    ldgsts = lambda c: sum(n for op, n in c.items() if op.startswith("LDGSTS"))   # noqa: E731
+    assert 0 < ldgsts(ops[1]) < ldgsts(t4) and ops[1].get("BAR.SYNC.DEFER_BLOCKING", 0) > 0, ops[1]
+    assert ops[2].get("HMMA.16816.F32", 0) == 0 and ldgsts(ops[2]) == ldgsts(t4), ops[2]
+    assert ops[3].get("BAR.SYNC.DEFER_BLOCKING", 0) < t4.get("BAR.SYNC.DEFER_BLOCKING", 0), ops[3]
