@@ -44,3 +44,19 @@ def test_fp16_kernel_at_4096_cubed(name, big_problem):
     C = LAB.matmul(name, A, B)
     verdict = checking.compare(C, ref, tol, label=f"{name} 4096^3")
     assert verdict.ok, str(verdict)
+
+
+# make tune's t4 builds that change which warps copy (COPY_WARPS) and how deep a stage is: every
+# shape and variant, like the default build (the tuner checks its winners only at the timed size).
+T4_BUILDS = [dict(COPY_WARPS=4), dict(COPY_WARPS=4, BK=64, STAGES=3)]
+T4_CASES = [(p, v, s) for p in T4_BUILDS for v, s in LAB.kernel("t4").cases(SHAPES)]
+
+
+@needs_gpu
+@pytest.mark.parametrize("params,variant,shape", T4_CASES,
+                         ids=[f"{'_'.join(f'{a}{b}' for a, b in p.items())}-{v}-{'x'.join(map(str, s))}"
+                              for p, v, s in T4_CASES])
+def test_t4_tuning_builds_match_float64_reference(params, variant, shape):
+    k = LAB.bind(LAB.kernel("t4")).with_params(**params)
+    verdict = LAB.check(k, *shape, variant=variant)
+    assert verdict.ok, str(verdict)
