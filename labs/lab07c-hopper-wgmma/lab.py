@@ -29,6 +29,13 @@ def _tma(name, source, entry, hook, title, claim):
                   launch_hook=hook, title=title, claim=claim)
 
 
+# lab 7's t4 with its copies moved to TMA: the multiply stays mma.sync, so this row prices the copy
+# engine alone (and h1, next, wgmma alone with t4's cp.async copies).
+T4_TMA = _tma("t4_tma", "t4_tma.cu", "hgemm_t4_tma", tma_grid,
+              "lab 7's t4 (mma.sync + ldmatrix) with TMA copies: one thread, 1 + BN/64 loads per tile, mbarriers",
+              "t4's copies cost it 13 % (lab 7's make bounds) in instructions, not bandwidth; "
+              "TMA takes them out of the warps' instruction streams")
+
 FP16 = [
     Kernel("h1", "h1_wgmma_cp_async.cu", {"": "hgemm_h1_wgmma"}, "fp16_tensor", archs=HOPPER,
            title="wgmma m64n128k16 from swizzled shared memory, one warpgroup, cp.async loads",
@@ -61,7 +68,7 @@ TF32 = [
 
 # lab 7's best mma.sync kernel in the same table: what wgmma is worth over it on the same GPU
 LAB7 = load("lab07-matmul-registers")
-LADDERS = {"fp16": [LAB7.kernel("t4")] + FP16, "tf32": TF32}
+LADDERS = {"fp16": [LAB7.kernel("t4"), T4_TMA] + FP16, "tf32": TF32}
 BENCH_SIZES = [2048, 4096, 8192]
 SELFCHECK_SHAPES = [(1, 1, 8), (127, 129, 136), (129, 127, 64), (1000, 3, 520), (300, 520, 1000), (256, 256, 256)]
 SANITIZE_SHAPES = [(127, 129, 136), (300, 520, 1000)]

@@ -15,22 +15,23 @@ from common.testing import build_for_every_arch, lab_of, needs_cuobjdump
 
 LAB = lab_of(__file__)
 FP16 = ["h1", "h2", "h3", "h4", "h5"]
-RUNGS = FP16 + ["h4_tf32"]
+RUNGS = FP16 + ["h4_tf32"]        # the wgmma rungs
 TMA = RUNGS[1:]                      # every rung from h2 on loads by TMA through mbarriers
+BUILT = ["t4_tma"] + RUNGS           # every row of this lab's own: t4_tma keeps lab 7's mma.sync
 SPECIALIZED = ["h3", "h4", "h5", "h4_tf32"]
 # ptxas's "wgmma ... serialized" performance warnings: with one, ptxas waits after every wgmma (4x slower)
 SERIALIZED = re.compile(r"C75(09|10|11)|wgmma[^\n]*serializ", re.I)
 
 
 def test_the_table_has_every_rung_and_lab_7s_t4_to_compare():
-    assert [k.name for k in LAB.ladders["fp16"]] == ["t4"] + FP16
+    assert [k.name for k in LAB.ladders["fp16"]] == ["t4", "t4_tma"] + FP16
     assert [k.name for k in LAB.ladders["tf32"]] == ["h4_tf32"]
     assert LAB.kernel("t4").lab == "lab07-matmul-registers"
-    assert [k.name for k in LAB.own()] == RUNGS
+    assert [k.name for k in LAB.own()] == BUILT
 
 
 def test_every_rung_is_built_for_sm_90a_and_for_no_other_architecture():
-    for name in RUNGS:
+    for name in BUILT:
         k = LAB.kernel(name)
         assert LAB.build_arch(k, "sm_90") == "sm_90a", name
         for arch in ALL_ARCHS:
@@ -40,7 +41,7 @@ def test_every_rung_is_built_for_sm_90a_and_for_no_other_architecture():
 
 def test_every_rung_builds_for_sm_90a_without_spills():
     res = build_for_every_arch(LAB)
-    assert sorted(res) == sorted((name, "sm_90a") for name in RUNGS)
+    assert sorted(res) == sorted((name, "sm_90a") for name in BUILT)
     for (name, arch), entries in res.items():
         for entry, r in entries.items():
             assert r["spill_stores"] == r["spill_loads"] == r["stack"] == 0, f"{entry} on {arch}: {r}"
@@ -101,6 +102,17 @@ def test_the_tile_grows_to_m64n256_from_h4_on(listings):
         assert any("HGMMA.64x256x" in line for line in listings[name]), name
 
 
+def test_t4_tma_is_t4s_mma_sync_fed_by_tma_alone(sass):
+    """The row's one idea: t4's multiply (HMMA.16816 from LDSM, and LDSM.16.MT88 for B) with every copy
+    a TMA load under an mbarrier, no cp.async, no wgmma, one block barrier per tile."""
+    c = sass["t4_tma"]
+    assert count(sass, "t4_tma", "HMMA.16816.F32") > 0 and count(sass, "t4_tma", "LDSM.16.MT88") > 0, c["opcodes"]
+    assert count(sass, "t4_tma", "UTMALDG.2D") > 0 and c["LDGSTS"] == 0, c["opcodes"]
+    assert count(sass, "t4_tma", "SYNCS.ARRIVE.TRANS64") > 0 and count(sass, "t4_tma", "SYNCS.PHASECHK") > 0
+    assert count(sass, "t4_tma", "HGMMA") == 0
+    assert count(sass, "t4_tma", "BAR.SYNC") == 2, c["opcodes"]      # after the mbarrier init, once per tile
+
+
 def test_h1_copies_with_cp_async_and_tma_loads_from_h2_on(sass):
     assert sass["h1"]["LDGSTS"] > 0 and count(sass, "h1", "UTMALDG") == 0
     for name in TMA:
@@ -136,7 +148,7 @@ def test_no_rung_touches_local_memory(sass):
 
 def test_a_gpu_that_is_not_hopper_gets_a_clear_refusal(monkeypatch):
     monkeypatch.setattr(LAB, "gpu_arch", lambda: "sm_86")
-    for name in RUNGS:
+    for name in BUILT:
         with pytest.raises(CourseError) as e:
             LAB.launcher(name, 256, 256, 256)
         assert "sm_90a" in e.value.message and "sm_86" in e.value.message, e.value.message
@@ -144,7 +156,7 @@ def test_a_gpu_that_is_not_hopper_gets_a_clear_refusal(monkeypatch):
 
 
 def test_a_k_that_tma_cannot_describe_is_refused_in_words():
-    for name in TMA:
+    for name in TMA + ["t4_tma"]:
         with pytest.raises(CourseError, match="multiple of"):
             check_shape(LAB.kernel(name), 128, 128, 100 if name != "h4_tf32" else 102)
     assert check_shape(LAB.kernel("h1"), 77, 67, 45) == (77, 67, 45)   # h1's guarded loads take any K
