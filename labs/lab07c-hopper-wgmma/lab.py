@@ -33,8 +33,8 @@ def _tma(name, source, entry, hook, title, claim):
 # engine alone (and h1, next, wgmma alone with t4's cp.async copies).
 T4_TMA = _tma("t4_tma", "t4_tma.cu", "hgemm_t4_tma", tma_grid,
               "lab 7's t4 (mma.sync + ldmatrix) with TMA copies: one thread, 1 + BN/64 loads per tile, mbarriers",
-              "t4's copies cost it 13 % (lab 7's make bounds) in instructions, not bandwidth; "
-              "TMA takes them out of the warps' instruction streams")
+              "the copy engine alone does not pay under mma.sync: t4's copies cost it 13 % (lab 7's make "
+              "bounds), TMA's cost more; what wgmma changes is the ldmatrix side")
 
 FP16 = [
     Kernel("h1", "h1_wgmma_cp_async.cu", {"": "hgemm_h1_wgmma"}, "fp16_tensor", archs=HOPPER,

@@ -13,11 +13,16 @@
 //   Build:   sm_90a (the lab's rows); elsewhere HOPPER_STUB makes it a trap, like the h-rungs.
 //
 // Why this rung. `make bounds` in lab 7 timed t4 on the H200 without its copies: 527 TFLOP/s against
-// t4's 456 and cuBLAS's 727 (the same run). t4's copies cost 13 %, although the data path alone (t4
-// without its mma.sync) runs in less than half of t4's time: the cost is not bandwidth but the
-// copies' instructions, 6 cp.async per thread per tile and their address arithmetic, queued in
-// each sub-partition's memory-instruction pipe ahead of the ldmatrix that the mma.sync wait for.
-// Here one thread issues 1 + BN/64 TMA instructions per tile and no other thread copies anything.
+// t4's 456 and cuBLAS's 727 (the same run), although the data path alone (t4 without its mma.sync)
+// runs in less than half of t4's time. So feeding the tiles costs t4 13 % without being a bandwidth
+// limit, and the question is whether the copy engine buys that back: here one thread issues
+// 1 + BN/64 TMA loads per tile and no other thread copies anything.
+// The answer, measured (H200, 2026-12-01, lab 7c's results/lab07c-t4-tma_*.json): no. With t4's
+// 128 x 256 tile this kernel ran 426 TFLOP/s at 4096^3, with 256 x 128 (two B panels per tile instead
+// of four: the default here) 448, against t4's 456 in the same run. Taking the copies' instructions
+// out of the warps did not help: the tiles must still be written into the shared memory that every
+// ldmatrix reads, and TMA writes them too. wgmma (h1 on) changes that side instead: it reads its
+// operands from shared memory itself, with no ldmatrix and no fragments in registers.
 //
 // What changes, against t4:
 //  1. Copies. Thread 0 arms the stage's "full" mbarrier with the stage's bytes (arrive.expect_tx)
@@ -32,7 +37,9 @@
 //  3. B's layout. A B stage is BN/64 panels of [BK rows][128 bytes] (TMA's widest swizzled box),
 //     not one [BK][BN] array: element (k, n) sits in panel n / 64, row k, chunk ((n % 64) / 8) ^ (k % 8).
 //     The ldmatrix lane addresses follow; the fragments they return are t4's.
-//  BK = 64 (one swizzled row of A per k-tile, as TMA's box allows), STAGES = 4 (192 KB: sm_90 only).
+//  BK = 64 (one swizzled row of A per k-tile, as TMA's box allows), STAGES = 4 (192 KB: sm_90 only);
+//  block 256 x 128 (8 warps of 64 x 64, t4's warp tile): 2 TMA panels of B per tile, measured 5 %
+//  faster than t4's 128 x 256 here (4 panels).
 //
 // What to look for in SASS: UTMALDG.2D (1 + BN/64 per tile, one thread), SYNCS.ARRIVE.TRANS64 and
 // SYNCS.PHASECHK.TRANS64.TRYWAIT (the mbarrier), no LDGSTS; t4's HMMA.16816.F32, LDSM.16.M88.4 and
@@ -41,10 +48,10 @@
 #include "hopper_ptx.cuh"
 
 #ifndef BM
-#define BM 128      // block tile rows: 2 warp rows (t4's)
+#define BM 256      // block tile rows: 4 warp rows (t4 has 2: its 128 x 256 tile measured slower here)
 #endif
 #ifndef BN
-#define BN 256      // block tile columns: 4 warp columns, 4 TMA panels of B
+#define BN 128      // block tile columns: 2 warp columns, 2 TMA panels of B per tile
 #endif
 #ifndef BK
 #define BK 64       // one 128-byte swizzle row of A: TMA's widest swizzled box
@@ -70,6 +77,7 @@ static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 16 == 0, "who
 static_assert(BN % 64 == 0 && BM <= 256 && BK <= 256, "B panels of 64 columns; a TMA box side is at most 256");
 static_assert(WM * WN <= 64 * 64, "at most 128 accumulators per thread (t4's limit)");
 static_assert(STAGES >= 2, "STAGES >= 2");
+static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above the 227 KB an sm_90 block may have: fewer STAGES");
 static_assert(GROUP >= 1, "GROUP >= 1");
 
 namespace t4tma {
