@@ -80,7 +80,9 @@ SPLITK_FP32 = Kernel("splitk_fp32", "splitk_fp32.cu", {"vec": "splitk_fp32_vec",
                      title="split-K on FFMA: v6's 128 x 128 tile, K cut into `splits` ranges, an ordered reduce",
                      claim="one output tile on one SM becomes `splits` tiles on `splits` SMs")
 SPLITK_FP16 = Kernel("splitk_fp16", "splitk_fp16.cu", {"vec": "splitk_fp16_vec", "scalar": "splitk_fp16_scalar"},
-                     "fp16_tensor", choose=_vec8, args=SPLITK_ARGS, launch_hook=SplitK("splitk_fp16_reduce"),
+                     "fp16_tensor", choose=_vec8, args=SPLITK_ARGS,
+                     launch_hook=SplitK("splitk_fp16_reduce", fused=(("vec", "splitk_fp16_fused_vec"),
+                                                                     ("scalar", "splitk_fp16_fused_scalar"))),
                      title="split-K on tensor cores: t3's WMMA tile with cp.async, the same ordered reduce",
                      claim="the same split on tensor cores: the SM count predicts the speed-up, the reduce costs a little")
 # splitk_v8's one-launch entry points (main kernel + reduce), taken where the grid fits in one wave.

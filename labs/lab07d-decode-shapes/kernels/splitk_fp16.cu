@@ -16,6 +16,9 @@
 //     memory SMEM_BYTES (56,832 B by default: above 48 KB, the launcher must raise
 //     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first). workspace: splits * M * N floats;
 //     C is neither read nor written.
+//   splitk_fp16_fused_vec, splitk_fp16_fused_scalar  the main kernel and the reduce in one launch,
+//     for a grid of at most one block per SM (launch.py; splitk_reduce.cuh says why); same arguments,
+//     C written, workspace = the partials then 2 counters. The same bits as the two launches.
 //   splitk_fp16_reduce  (int M, int N, int splits, const float* workspace, float* C)
 //     Launch: 1-D block of REDUCE_THREADS = 256, grid (ceil(M * N / REDUCE_THREADS), 1, 1);
 //     z ascending, bitwise repeatable. Always run it (for splits = 1 it is a copy).
@@ -243,6 +246,25 @@ splitk_fp16_scalar(int M, int N, int K, const __half* __restrict__ A, const __ha
 {
     (void)C;
     splitk_fp16::splitk_body<false>(M, N, K, A, B, splits, workspace);
+}
+
+// The same in one launch, where the grid has at most one block per SM (launch.py): the main body,
+// then splitk_reduce.cuh's grid barrier and this block's slice of the ordered reduce (float4 where
+// N % 8 == 0, as the vec entry requires).
+extern "C" __global__ void __launch_bounds__(THREADS)
+splitk_fp16_fused_vec(int M, int N, int K, const __half* __restrict__ A, const __half* __restrict__ B,
+                      float* __restrict__ C, int splits, float* __restrict__ workspace)
+{
+    splitk_fp16::splitk_body<true>(M, N, K, A, B, splits, workspace);
+    splitk::finish_in_one_launch<4, BM, BN, THREADS, REDUCE_UNROLL>(M, N, splits, workspace, C);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+splitk_fp16_fused_scalar(int M, int N, int K, const __half* __restrict__ A, const __half* __restrict__ B,
+                         float* __restrict__ C, int splits, float* __restrict__ workspace)
+{
+    splitk_fp16::splitk_body<false>(M, N, K, A, B, splits, workspace);
+    splitk::finish_in_one_launch<1, BM, BN, THREADS, REDUCE_UNROLL>(M, N, splits, workspace, C);
 }
 
 // C[i] = sum over z of workspace[z][i], z ascending (splitk_reduce.cuh): bitwise repeatable.

@@ -118,15 +118,16 @@ def test_splitk_v8_is_v8s_pipelined_tile(sass):
     assert any(op.startswith("LDGSTS") and "128" in op for op in sass["splitk_v8_vec"]["opcodes"])
 
 
-@pytest.mark.parametrize("name", ["splitk_v8", "splitk_fp32"])
+@pytest.mark.parametrize("name", ["splitk_v8", "splitk_fp32", "splitk_fp16"])
 def test_the_one_launch_form_is_the_same_tile_then_a_grid_barrier_and_the_reduce(sass, name):
-    """splitk_v8_fused_*, splitk_fp32_fused_*: the main kernel's FFMA, then one atomic arrival (RED on sm_80, whose result
+    """splitk_v8_fused_*, splitk_fp32_fused_*, splitk_fp16_fused_*: the main kernel's FFMA (HMMA), then one atomic arrival (RED on sm_80, whose result
     is unused; ATOMG on sm_90) and an acquire spin with
     NANOSLEEP (splitk_reduce.cuh's grid_barrier), then the partials read from L2 (STRONG.GPU loads:
     __ldcg) and added, and the counters handed back by an atomic."""
     for v, entry in LAB.kernel(name).launch_hook.fused:
         c, main = sass[entry], sass[LAB.kernel(name).entries[v]]
         assert c["FFMA"] == main["FFMA"], f"{entry}: {c['FFMA']} FFMA against the main kernel's {main['FFMA']}"
+        assert c["HMMA"] == main["HMMA"], f"{entry}: {c['HMMA']} HMMA against the main kernel's {main['HMMA']}"
         ops = c["opcodes"]
         assert sum(n for op, n in ops.items() if op.startswith(("ATOM", "RED"))) >= 2, f"{entry}: {ops}"   # RED: no result
         assert ops.get("NANOSLEEP", 0) >= 1 and ops.get("FADD", 0) > 0, f"{entry}: {ops}"

@@ -71,8 +71,11 @@ def test_split_k_is_bitwise_repeatable_because_the_reduce_adds_in_split_order(na
 # entry where N and K are multiples of 4, the scalar entry everywhere.
 ONE_LAUNCH = [(row, shape, v) for row, shape in [("SPLITK_V8_FEW_ROWS", (64, 4096, 4096)), ("SPLITK_V8_FEW_ROWS", (33, 1028, 2051)),
                                                  ("SPLITK_V8_FEW_ROWS_SMALL", (48, 2048, 2048)), ("SPLITK_V8", (17, 129, 4097)),
-                                                 ("SPLITK_FP32", (128, 128, 65536)), ("SPLITK_FP32", (130, 261, 8191))]
-              for v in ("vec", "scalar") if v == "scalar" or (shape[1] % 4 == 0 and shape[2] % 4 == 0)]
+                                                 ("SPLITK_FP32", (128, 128, 65536)), ("SPLITK_FP32", (130, 261, 8191)),
+                                                 ("SPLITK_FP16", (128, 128, 65536)), ("SPLITK_FP16", (130, 261, 8191)),
+                                                 ("SPLITK_FP16", (64, 1536, 4096))]
+              for v in ("vec", "scalar")
+              if v == "scalar" or (shape[1] % (8 if "FP16" in row else 4) == 0 and shape[2] % (8 if "FP16" in row else 4) == 0)]
 
 
 @needs_gpu

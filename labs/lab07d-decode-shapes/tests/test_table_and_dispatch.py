@@ -123,7 +123,8 @@ def test_split_k_runs_in_one_launch_only_where_its_grid_fits_in_one_wave(monkeyp
     tiles = math.ceil(64 / few.tile[0]) * math.ceil(4096 / few.tile[1])
     assert launch.uses_fused(c.kernel, (tiles, 1, c.splits), SMS)
     assert launch.uses_fused(few, (SMS, 1, 1), SMS) and not launch.uses_fused(few, (SMS + 1, 1, 1), SMS)
-    assert not launch.uses_fused(LAB.kernel("splitk_fp16"), (1, 1, 2), SMS)       # it has no such form
+    assert launch.uses_fused(LAB.kernel("splitk_fp16"), (1, 1, 2), SMS)           # FP16's split has it too
+    assert not launch.uses_fused(LAB.kernel("gemv_fp16"), (1, 1, 1), SMS)         # a row without a split has none
     c = DISPATCH.plan(FP32, 128, 128, 65536, sms=SMS)                              # split-k: 132 blocks
     assert c.kernel.base_name == "splitk_fp32" and launch.uses_fused(c.kernel, (1, 1, c.splits), SMS)
     assert not launch.uses_fused(LAB.bind(LAB.table.SPLITK_FP32_NARROW), (64, 1, 8), SMS)   # 512 blocks: two launches
