@@ -4,6 +4,7 @@ binds it and, where it is memory, how close each kernel gets to this GPU's measu
 
     sweep(lab, args)                 the target (args.shapes, args.kernel, args.ladder); prints a table
                                      per ladder, writes results/<lab>-sweep_<gpu>_<date>_<commit>.json
+                                     (a run of fewer shapes, kernels or ladders: <lab>-sweep-<what>_..., record_stem)
     resolve_shapes(lab, spec)        "decode", "decode,split-k", "all", "1x4096x4096" -> [(set, (M, N, K))]
     bytes_moved(M, N, K, prec)       the bytes the product must move: A and B read once, C (FP32) written once
     intensity(M, N, K, prec)         2 M N K / bytes_moved: FLOP per byte at best
@@ -221,6 +222,24 @@ def dispatcher_summary(record):
     return "\n".join(lines)
 
 
+def record_stem(lab, args, wanted=None, ladders=None):
+    """<lab>-sweep for a run of the lab's default shapes, every kernel and every ladder: the record the
+    notebook and the README read (the newest <lab>-sweep_*.json). A narrower run is named for what it
+    timed, <lab>-sweep-<shapes>[-<kernels>][-<ladders>], so it never stands in for the whole sweep."""
+    import re
+    spec = getattr(args, "shapes", None) or ""
+    default = lab.option("SHAPES_DEFAULT", "all")
+    parts = []
+    if spec and spec != default:
+        parts.append(spec)
+    if wanted:
+        parts.append(",".join(wanted))
+    if ladders and list(ladders) != list(lab.ladders):
+        parts.append(",".join(ladders))
+    tag = re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")[:60].strip("-")
+    return f"{lab.short}-sweep" + (f"-{tag}" if tag else "")
+
+
 def sweep(lab, args):
     """Time the ladders at the named shapes against cuBLAS of the same precision; print a table
     per ladder and write the record to the lab's results/."""
@@ -277,8 +296,8 @@ def sweep(lab, args):
     summary = dispatcher_summary(record)
     if summary:
         print("\n" + summary)
-    path = report.write_json(lab.results_dir / f"{lab.short}-sweep_{_slug(facts['name'])}_{day}_{info['commit'][:7]}.json",
-                             record)
+    path = report.write_json(lab.results_dir / f"{record_stem(lab, args, wanted, ladders)}_{_slug(facts['name'])}_{day}_"
+                                               f"{info['commit'][:7]}.json", record)
     try:
         shown = path.relative_to(lab.dir)
     except ValueError:

@@ -258,6 +258,13 @@ class Measurer:
         return out
 
 
+def bench_stem(lab, ladders):
+    """<lab>-bench for a run of every ladder: the record the grader's reference predictions and the
+    notebooks read (the newest <lab>-bench_*.json). A run of some ladders (LADDER=fp16) is
+    <lab>-bench-<ladders>, so it never stands in for the lab's record."""
+    return f"{lab.short}-bench" + ("" if list(ladders) == list(lab.ladders) else f"-{'-'.join(ladders)}")
+
+
 def bench(lab, args, kernels_by_ladder=None, sizes=None, stem=None, out_dir=None):
     """Time the ladders against cuBLAS of the same precision; the record and charts go to out_dir
     (default: the lab's results/). Where `make tune` recorded a best configuration for this GPU,
@@ -270,10 +277,7 @@ def bench(lab, args, kernels_by_ladder=None, sizes=None, stem=None, out_dir=None
     if kernels_by_ladder is None:
         wanted = getattr(args, "ladder", None)
         names = list(lab.ladders) if wanted in (None, "", "all", "both") else wanted.split(",")
-        if stem is None and names != list(lab.ladders):
-            # a run of some ladders is not the lab's record: the grader's reference predictions and the
-            # notebooks read the newest <lab>-bench_*.json, which must hold every ladder
-            stem = f"{lab.short}-bench-{'-'.join(names)}"
+        stem = stem or bench_stem(lab, names)
         for n in names:
             if n not in lab.ladders:
                 raise CourseError(f"{lab.name} has no ladder {n!r}", hint=f"ladders: {', '.join(lab.ladders)}")

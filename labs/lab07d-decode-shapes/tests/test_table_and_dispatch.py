@@ -262,3 +262,17 @@ def test_make_sanitize_checks_every_build_the_dispatcher_launches():
     rows, problems = profiling.summarize(plan, {"memcheck": (found, launched, 0, "log")})
     assert any(f"did not finish {entry}" in p or entry in p for p in problems), problems
     assert any(r["entry"] == entry and r["memcheck"].startswith(f"ran {shapes[0]}/{sum(shapes)}") for r in rows)
+
+
+def test_only_a_full_sweep_is_named_as_the_record():
+    """The notebook and the README read the newest lab07d-sweep_*.json: a run of the default shapes,
+    every kernel and ladder. A narrower run (SHAPES=split-k, KERNEL=gemm, LADDER=fp16) is named for
+    what it timed, so it never stands in for the whole sweep."""
+    import argparse
+    from common.sweep import record_stem
+    every = list(LAB.ladders)
+    assert record_stem(LAB, argparse.Namespace(shapes=None), None, every) == "lab07d-sweep"
+    assert record_stem(LAB, argparse.Namespace(shapes="all"), None, every) == "lab07d-sweep"
+    assert record_stem(LAB, argparse.Namespace(shapes="split-k"), None, every) == "lab07d-sweep-split-k"
+    assert record_stem(LAB, argparse.Namespace(shapes="decode"), ["gemm"], every) == "lab07d-sweep-decode-gemm"
+    assert record_stem(LAB, argparse.Namespace(shapes="1x4096x4096"), None, ["fp16"]) == "lab07d-sweep-1x4096x4096-fp16"
