@@ -179,6 +179,12 @@
 #ifndef FMAORDER
 #define FMAORDER 2  // order of a step's FFMAs: 0 row-major (v7), 1 column-major, 2 / 3 the same, serpentine
 #endif
+// What bounds v8 (make bounds KERNEL=v8): builds that leave part of the work out; their results are
+// WRONG by design, only their times mean something. 0: the kernel. 1: no copies after the prologue.
+// 3: no copies and no barrier either. (No "no FFMA" build: ptxas would delete the unused shared loads.)
+#ifndef V8_PROBE
+#define V8_PROBE 0
+#endif
 #ifndef LANEMAP
 #define LANEMAP 0   // 1: lane pairs share B columns and A rows (LDS.128 phases merge); 0: v7's lanes
 #endif
@@ -520,9 +526,10 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
 #pragma unroll 1
     for (int t = 0; t < numTiles; ++t) {
         // buffer writeStage held tile t-1: every thread finished reading it before the last barrier
-        if (t + STAGES - 1 < numTiles) issue(writeStage, (t + STAGES - 1) * BK);
+        constexpr bool NOCOPY = V8_PROBE == 1 || V8_PROBE == 3;
+        if (t + STAGES - 1 < numTiles && !NOCOPY) issue(writeStage, (t + STAGES - 1) * BK);
         cp_async_commit();
-        const bool moreA = ACOPY && t + 1 < numTiles;
+        const bool moreA = ACOPY && t + 1 < numTiles && !NOCOPY;
         if (moreA) loadA((t + 1) * BK);           // in flight during this tile's math
         writeStage = writeStage + 1 == STAGES ? 0 : writeStage + 1;
 
@@ -533,8 +540,10 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
                     // step BK-1's operands are in registers: tile t's buffer is no longer read.
                     // ACOPY = 1: tile t+1's A into its buffer, which nobody reads before the barrier
                     if (moreA) storeA(readStage + 1 == STAGES ? 0 : readStage + 1);
-                    cp_async_wait<STAGES - 2>();
-                    __syncthreads();          // tile t+1 has landed for all; all have read tile t
+                    if (V8_PROBE < 3) {
+                        cp_async_wait<STAGES - 2>();
+                        __syncthreads();      // tile t+1 has landed for all; all have read tile t
+                    }
                     readStage = readStage + 1 == STAGES ? 0 : readStage + 1;
                     aRead = As + readStage * A_STAGE;
                     bRead = Bs + readStage * B_STAGE;
@@ -549,8 +558,10 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
         }
         if constexpr (!REGDB) {
             if (moreA) storeA(readStage + 1 == STAGES ? 0 : readStage + 1);
-            cp_async_wait<STAGES - 2>();
-            __syncthreads();
+            if (V8_PROBE < 3) {
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+            }
             readStage = readStage + 1 == STAGES ? 0 : readStage + 1;
             aRead = As + readStage * A_STAGE;
             bRead = Bs + readStage * B_STAGE;

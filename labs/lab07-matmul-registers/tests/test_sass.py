@@ -134,3 +134,20 @@ def test_t4_bounds_builds_leave_out_what_they_say(sass):
     assert 0 < ldgsts(ops[1]) < ldgsts(t4) and ops[1].get("BAR.SYNC.DEFER_BLOCKING", 0) > 0, ops[1]
     assert ops[2].get("HMMA.16816.F32", 0) == 0 and ldgsts(ops[2]) == ldgsts(t4), ops[2]
     assert ops[3].get("BAR.SYNC.DEFER_BLOCKING", 0) < t4.get("BAR.SYNC.DEFER_BLOCKING", 0), ops[3]
+
+
+@pytest.mark.parametrize("sass", ["sm_90"], indirect=True)
+def test_v8_bounds_builds_leave_out_what_they_say(sass):
+    """make bounds KERNEL=v8: V8_PROBE=1 keeps only the prologue's copies, 3 drops the loop's barrier too;
+    both keep every FFMA of the kernel."""
+    from common.sass import disassemble, opcode_counts
+    base = LAB.bind(LAB.kernel("v8"))
+    builds = {p: base.with_params(V8_PROBE=p) for p in (1, 3)}
+    LAB.build(list(builds.values()), ["sm_90"])
+    ops = {p: opcode_counts(disassemble(k.cubin(LAB.build_dir_of(k), "sm_90")))["sgemm_v8_vec"]
+           for p, k in builds.items()}
+    v8 = sass["v8/vec"]["opcodes"]
+    ldgsts = lambda c: sum(n for op, n in c.items() if op.startswith("LDGSTS"))   # noqa: E731
+    assert 0 < ldgsts(ops[1]) < ldgsts(v8), ops[1]
+    assert ops[1].get("FFMA", 0) == ops[3].get("FFMA", 0) == v8.get("FFMA", 0)
+    assert ops[3].get("BAR.SYNC.DEFER_BLOCKING", 0) < v8.get("BAR.SYNC.DEFER_BLOCKING", 0), ops[3]
