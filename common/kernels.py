@@ -5,6 +5,8 @@
     kernel.tiling                  its parameters, read from the .cu file (common.tiling): .params,
     kernel.threads, .tile, .shared_bytes   threads per block, (BM, BN), dynamic shared bytes
     kernel.with_params(BK=8)       the same source rebuilt with other parameters (tuning)
+    kernel.with_defines(BK=8)      the same, for a row not bound to its lab yet (a table naming a
+                                   build: its .cu static_asserts the values when it is built)
     kernel.cubin(build_dir, arch)  where `make` puts its cubin
     kernel.variant_for(M, N, K)    which entry point serves a shape (e.g. 'vec' or 'scalar')
     kernel.cases(shapes)           -> [(variant, (M, N, K))]: every variant on every shape it serves
@@ -115,6 +117,12 @@ class Kernel:
             return replace(self, name=base, defines={}, tag="")
         tag = "_".join(f"{k}{v}" for k, v in merged.items())
         return replace(self, name=f"{base}[{tag}]", defines=merged, tag=tag)
+
+    def with_defines(self, **params):
+        """with_params for a row in a lab's table, before the lab is loaded (there is no tiling to
+        check the names against yet): named the same way, 'splitk_fp32[BM64]'."""
+        tag = "_".join(f"{k}{v}" for k, v in params.items())
+        return replace(self, name=f"{self.name}[{tag}]", defines=dict(params), tag=tag)
 
     @property
     def base_name(self):

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 from common import report
-from common.errors import user_errors
+from common.errors import CourseError, user_errors
 
 LAB = Path(__file__).resolve().parent
 PROBES = {0: "the kernel", 1: "no copies after the prologue", 2: "no mma.sync",
@@ -40,7 +40,6 @@ def main():
     ap.add_argument("--bk", default=None, help="BK values to probe, comma-separated (default: t4 32,64; v8 8)")
     args = ap.parse_args()
     if args.kernel not in KERNELS:
-        from common.errors import CourseError
         raise CourseError(f"make bounds knows no kernel {args.kernel!r}", hint=f"KERNEL={' or KERNEL='.join(KERNELS)}")
     switch, probes, ladder, bks = KERNELS[args.kernel]
     from common.lab import load

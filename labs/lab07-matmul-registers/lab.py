@@ -7,8 +7,6 @@ benchmarks, profilers, notebooks and grader use. Each kernel's tile parameters l
 
 Adding a kernel is one .cu file in kernels/ and one row here.
 """
-from dataclasses import replace
-
 from common.kernels import ALPHA_BETA, Kernel
 from common.targets import Tuning
 
@@ -102,9 +100,4 @@ TUNING = {
 # make sanitize checks the rows and, once each, these builds: the parameters past the defaults that
 # change what the kernel does rather than how big it is, t4 with only warps 0-3 copying (make tune's
 # best on the H200, results/lab07-tuned_nvidia-h200.json), at both BK.
-def _build(row, **params):
-    tag = "_".join(f"{k}{v}" for k, v in params.items())
-    return replace(row, name=f"{row.name}[{tag}]", defines=dict(params), tag=tag)
-
-
-SANITIZE_ALSO = [_build(FP16[-1], COPY_WARPS=4), _build(FP16[-1], BK=64, STAGES=3, COPY_WARPS=4)]
+SANITIZE_ALSO = [FP16[-1].with_defines(COPY_WARPS=4), FP16[-1].with_defines(BK=64, STAGES=3, COPY_WARPS=4)]

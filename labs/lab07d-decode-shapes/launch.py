@@ -23,7 +23,7 @@ partials; nothing else to synchronize):
 The workspace is allocated once per (M, N, splits) and kept for the next call at that shape (a timing
 loop allocates nothing); the few most recent shapes are kept, older ones freed.
 
-With `fused` (splitk_v8_fused_* and splitk_fp32_fused_*), a grid of at most one block per SM runs as one launch:
+With `fused` (splitk_v8_fused_*, splitk_fp32_fused_*, splitk_fp16_fused_*), a grid of at most one block per SM runs as one launch:
 the main kernel, a barrier over the grid, and each block's slice of the same ordered reduce (the
 splitk_reduce.cuh header says why the barrier needs the whole grid resident, and one block per SM
 always is). Its workspace is splits x M x N floats then 2 counters, zeroed once; C comes out bitwise

@@ -23,7 +23,8 @@
 //     Launch: 1-D block of REDUCE_THREADS = 256, grid (ceil(M * N / REDUCE_THREADS), 1, 1);
 //     z ascending, bitwise repeatable. Always run it (for splits = 1 it is a copy).
 // What it costs: splits x M x N x 4 bytes of workspace written and read once (2 MB at 128 x 128 x
-// 32 splits: well under a microsecond of bandwidth), one more launch. An atomicAdd epilogue would
+// 32 splits: well under a microsecond of bandwidth), and one more launch where the grid is larger
+// than one wave (the fused entries do without it otherwise). An atomicAdd epilogue would
 // skip both but needs a zeroed C and gives order-dependent (not repeatable) low bits: not provided.
 //
 // Tiles (defaults): BM x BN = 128 x 128, BK = 32 (two WMMA k-steps per tile), 8 warps of
