@@ -6,6 +6,7 @@
     sass       opcode counts per kernel from cuobjdump -sass                    (--arch)
     tune       other parameters of each ladder's tuning kernel                  (--size, --budget)
     selfcheck  every kernel and variant on a few awkward shapes
+    bounds     a kernel beside builds that leave parts of its work out (common/bounds.py) (--kernel, --size, --bk)
     ncu-table, ncu-tensor, ncu, sanitize   the profilers (common/profiling.py)  (--kernels, --kernel)
     profile    the program ncu and compute-sanitizer run                        (--kernel | --sanitize-run)
     workspace, grade, grade-selftest       the graded exercises (common/grading)
@@ -45,6 +46,10 @@ def parser():
     t.add_argument("--size", type=int, default=None)
     t.add_argument("--budget", type=float, default=None, help="seconds of timing at most (default: no limit)")
     target("selfcheck", "every kernel and variant on a few awkward shapes")
+    t = target("bounds", "a kernel beside builds without its copies, its math or its barrier")
+    t.add_argument("--kernel", default=None, help="a kernel of the lab's BOUNDS (default: its first)")
+    t.add_argument("--size", type=int, default=None, help="M = N = K (default 4096)")
+    t.add_argument("--bk", default=None, help="BK values, a comma list (default: the lab's BOUNDS entry)")
     for name, what in (("ncu-table", "ncu on the FFMA kernels and cuBLAS SGEMM"),
                        ("ncu-tensor", "ncu on the tensor-core kernels and cuBLAS"),
                        ("sanitize", "compute-sanitizer's four tools over every kernel and variant")):
@@ -116,6 +121,10 @@ def main(argv=None):
             from . import grading
             return grading.main(lab, args)
         from . import profiling, targets
+        if args.target == "bounds":
+            from .bounds import bounds
+            bounds(lab, args)
+            return 0
         if args.target == "profile":
             profiling.profile(lab, args)
             return 0

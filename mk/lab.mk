@@ -7,6 +7,7 @@
 #                    sweep, GB/s against the copy bandwidth where memory-bound; KERNEL=gemm: the dispatcher
 #   make sass        opcode counts per kernel (FFMA, LDS, LDS.128, HMMA, LDSM, LDGSTS, ...)
 #   make tune        other tile parameters of the tuning kernels; the best is recorded for bench
+#   make bounds      KERNEL=t4: the kernel beside builds without its copies, math or barrier (SIZE= BK=)
 #   make ncu-table   ncu on the FFMA kernels and cuBLAS SGEMM: shared loads per FFMA, wavefronts, stalls
 #   make ncu-tensor  ncu on the tensor-core kernels and cuBLAS: Speed of Light, tensor pipes, memory
 #   make ncu KERNEL=name   the full ncu report of one kernel, for the Nsight Compute GUI
@@ -42,7 +43,7 @@ CLASS_FLAGS := $(if $(SUBMISSIONS),--submissions $(abspath $(SUBMISSIONS))) $(if
                $(if $(MAXTASKS),--max-tasks $(MAXTASKS)) $(if $(EXTRA_SBATCH),--extra-sbatch "$(EXTRA_SBATCH)") \
                $(if $(WAIT),--wait)
 
-.PHONY: build test bench sass tune selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest grade-class grade-class-demo clean help
+.PHONY: build test bench sass tune bounds selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest grade-class grade-class-demo clean help
 
 build:
 	@$(COURSE) build --lab $(LAB_DIR) $(ARCH_FLAG)
@@ -62,6 +63,9 @@ sass:
 
 tune:
 	@$(COURSE) tune --lab $(LAB_DIR) $(if $(SIZE),--size $(SIZE)) $(if $(BUDGET),--budget $(BUDGET))
+
+bounds:
+	@$(COURSE) bounds --lab $(LAB_DIR) $(if $(KERNEL),--kernel $(KERNEL)) $(if $(SIZE),--size $(SIZE)) $(if $(BK),--bk $(BK))
 
 selfcheck:
 	@$(COURSE) selfcheck --lab $(LAB_DIR)
@@ -91,4 +95,4 @@ clean:
 	rm -rf build reports
 
 help:
-	@sed -n '2,23p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'
+	@sed -n '2,24p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'

@@ -7,6 +7,7 @@ benchmarks, profilers, notebooks and grader use. Each kernel's tile parameters l
 
 Adding a kernel is one .cu file in kernels/ and one row here.
 """
+from common.bounds import Bounds
 from common.kernels import ALPHA_BETA, Kernel
 from common.targets import Tuning
 
@@ -101,3 +102,11 @@ TUNING = {
 # change what the kernel does rather than how big it is, t4 with only warps 0-3 copying (make tune's
 # best on the H200, results/lab07-tuned_nvidia-h200.json), at both BK.
 SANITIZE_ALSO = [FP16[-1].with_defines(COPY_WARPS=4), FP16[-1].with_defines(BK=64, STAGES=3, COPY_WARPS=4)]
+
+# make bounds (common/bounds.py): t4 and v8 beside builds that leave part of their work out; each
+# kernel's header says what its -D switch removes. t4 at both of make tune's BK, v8 at its own.
+BOUNDS = {
+    "t4": Bounds("T4_PROBE", {1: "no copies after the prologue", 2: "no mma.sync", 3: "no copies, no barrier",
+                              4: "copies, no wait, no barrier"}, ladder="fp16", bk=(32, 64)),
+    "v8": Bounds("V8_PROBE", {1: "no copies after the prologue", 3: "no copies, no barrier"}, ladder="fp32"),
+}

@@ -5,6 +5,7 @@ lab's table: data, no code (common/lab.py says how every target reads it).
 Each rung's tile parameters live in its .cu file; the rows say what the source cannot: entry points,
 shape rules, how the kernel rounds its inputs (the tolerance depends on it), the worklog's claim.
 """
+from common.bounds import Bounds
 from common.kernels import ALPHA_BETA, Kernel
 from common.lab import load
 from common.precision import TF32_ROUNDED, TF32_TRUNCATED
@@ -58,3 +59,7 @@ BENCH_SIZES = [1024, 2048, 4096, 8192]
 SELFCHECK_SHAPES = [(1, 1, 1), (17, 33, 9), (127, 129, 132), (129, 127, 64), (1000, 3, 520), (256, 260, 64)]
 # make tune: k7's defaults ({}) first, then the sweep of tuning.py; illegal = k7's static_asserts in Python
 TUNING = {"tf32": Tuning("k7", candidates, illegal=reason_illegal, sizes=(4096,))}
+# make bounds (common/bounds.py): k7 beside builds without its copies, its mma.sync or its barrier
+# (K7_PROBE, the kernel's header): how far the structure itself is from cuBLAS TF32
+BOUNDS = {"k7": Bounds("K7_PROBE", {1: "no copies after the prologue", 2: "no mma.sync",
+                                    3: "no copies, no barrier"}, ladder="tf32")}

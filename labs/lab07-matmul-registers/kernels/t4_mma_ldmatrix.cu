@@ -86,7 +86,7 @@
 // memory); T4_REGDB=0 loads each k-step's fragments just before its MMAs (one register set).
 // COPY_WARPS=4 lets only warps 0-3 (one per SM sub-partition) issue the copies, so the other warp of
 // each sub-partition never stops its mma.sync for them: +1.5 % at BK=64 on the H200, a tuning
-// parameter. T4_PROBE=1..4 take parts of the work away to measure what bounds the kernel (bounds.py).
+// parameter. T4_PROBE=1..4 take parts of the work away to measure what bounds the kernel (make bounds, common/bounds.py).
 
 #include <cuda_fp16.h>
 
@@ -122,9 +122,10 @@
 #ifndef COPY_WARPS
 #define COPY_WARPS ((BM / WM) * (BN / WN))   // warps that issue the copies (the first ones; default all)
 #endif
-// What bounds t4 (bounds.py): builds that leave out one part of the work. Their results are WRONG
+// What bounds t4 (make bounds, common/bounds.py): builds that leave out one part of the work. Their results are WRONG
 // by design; only their times mean anything. 0: the kernel. 1: no copies after the prologue (every
-// tile multiplies whatever the buffers hold). 2: no mma.sync (copies, barriers, ldmatrix only).
+// tile multiplies whatever the buffers hold). 2: no mma.sync (copies, barriers, ldmatrix only: the
+// fragments are XORed into one register written to C, since ptxas deletes an ldmatrix nobody reads).
 // 3: as 1, and no barrier either. 4: the copies but no wait and no barrier (a race, on purpose).
 #ifndef T4_PROBE
 #define T4_PROBE 0
@@ -355,6 +356,7 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
         cp.b_src += (size_t)BK * N; cp.b_k += BK;
     };
 
+    unsigned sink = 0;       // T4_PROBE = 2: what the fragments feed instead of mma.sync (written to C)
     unsigned fa[2][MT][4];   // A fragments, two sets (register double buffer)
     unsigned fb[2][NT][2];   // B fragments
     // Fragment loads: A fragment i (rows 16i..16i+15 of the warp tile) and B pair p (n8 tiles 2p, 2p+1)
@@ -386,6 +388,12 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
                 const int j = (i % 2) ? NT - 1 - jj : jj;   // serpentine: reuse the last B fragment
                 if (T4_PROBE != 2) mma_16816(acc[i][j], fa[cur][i], fb[cur][j]);
             }
+        }
+        if (T4_PROBE == 2) {       // the fragments feed one register instead, or ptxas drops their LDSM
+#pragma unroll
+            for (int i = 0; i < MT; ++i) sink ^= fa[cur][i][0] ^ fa[cur][i][1] ^ fa[cur][i][2] ^ fa[cur][i][3];
+#pragma unroll
+            for (int j = 0; j < NT; ++j) sink ^= fb[cur][j][0] ^ fb[cur][j][1];
         }
     };
 
@@ -448,6 +456,7 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
     }
     cp_async_wait<0>();   // only empty groups can be pending; leave no copy in flight at exit
 
+    if (T4_PROBE == 2) acc[0][0][0] = __uint_as_float(sink);
     // Epilogue: lane (g, t) owns rows g, g+8 and columns 2t, 2t+1 of every 16 x 8 tile.
     const int g = lane / 4, tq = lane % 4;
 #pragma unroll

@@ -120,9 +120,10 @@ def test_register_banks_v7s_float4_epilogue_and_v8s_ffma_order(sass):
 
 @pytest.mark.parametrize("sass", ["sm_90"], indirect=True)
 def test_t4_bounds_builds_leave_out_what_they_say(sass):
-    """make bounds (bounds.py) times t4 beside builds without parts of its work: T4_PROBE=1 keeps only
+    """make bounds (common/bounds.py) times t4 beside builds without parts of its work: T4_PROBE=1 keeps only
     the prologue's copies (fewer LDGSTS, the barrier kept), 2 has no HMMA, 3 neither copies nor a
-    barrier in the loop. The default build is t4 itself."""
+    barrier in the loop. The default build is t4 itself. The no-mma build keeps its ldmatrix (ptxas
+    deletes an ldmatrix whose registers nobody reads: the build XORs them into C instead)."""
     from common.sass import disassemble, opcode_counts
     base = LAB.bind(LAB.kernel("t4"))
     builds = {p: base.with_params(T4_PROBE=p) for p in (1, 2, 3)}
@@ -133,6 +134,8 @@ def test_t4_bounds_builds_leave_out_what_they_say(sass):
     ldgsts = lambda c: sum(n for op, n in c.items() if op.startswith("LDGSTS"))   # noqa: E731
     assert 0 < ldgsts(ops[1]) < ldgsts(t4) and ops[1].get("BAR.SYNC.DEFER_BLOCKING", 0) > 0, ops[1]
     assert ops[2].get("HMMA.16816.F32", 0) == 0 and ldgsts(ops[2]) == ldgsts(t4), ops[2]
+    ldsm = lambda c: sum(n for op, n in c.items() if op.startswith("LDSM"))   # noqa: E731
+    assert ldsm(ops[2]) == ldsm(t4) > 0, "the no-mma build must keep every ldmatrix"
     assert ops[3].get("BAR.SYNC.DEFER_BLOCKING", 0) < t4.get("BAR.SYNC.DEFER_BLOCKING", 0), ops[3]
 
 

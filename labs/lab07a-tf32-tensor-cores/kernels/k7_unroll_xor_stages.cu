@@ -54,6 +54,14 @@
 #ifndef TF32_ROUND
 #define TF32_ROUND 1  // 1: round operands to the nearest TF32 (sm_90: one F2FP each); 0: truncate
 #endif
+// What bounds k7 (make bounds KERNEL=k7, common/bounds.py): builds that leave out one part of the work.
+// Their results are WRONG by design; only their times mean something. 1: no copies after the prologue
+// (every tile is the prologue's), 2: no mma.sync (the fragments are still loaded and converted),
+// 3: no copies and no wait or barrier in the loop. 0: k7. (Probe 2 XORs the fragments into one register
+// written to C, so that ptxas keeps their loads: an LOP3 per few fragments instead of 32 HMMA a step.)
+#ifndef K7_PROBE
+#define K7_PROBE 0
+#endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #define SMEM_BYTES (STAGES * (BM * BK + BK * BN) * sizeof(float))
@@ -155,6 +163,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     for (int r = 0; r < 4; ++r) b_lane[r] = t * BN + wn0 + 8 * (r ^ t) + g;
 
     float acc[MI][NJ][4] = {};
+    uint32_t sink = 0;                          // K7_PROBE = 2: what the loaded fragments feed instead of mma
 
     const int a_rowstep = A_ROW_STEP * K;       // floats between a thread's A chunks in global memory
     const int b_rowstep = B_ROW_STEP * N;       // ... and B chunks
@@ -210,9 +219,11 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     int rs = 0, ws = STAGES - 1;                // read and write stage: mask toggles
 #pragma unroll 1
     for (int kt = 0; kt < ktiles; ++kt) {
-        cp_async_wait<STAGES - 2>();            // tile kt has landed (this thread's copies) ...
-        __syncthreads();                        // ... everyone's, and buffer ws is free again
-        const bool more = kt + STAGES - 1 < ktiles;
+        if (K7_PROBE != 3) {
+            cp_async_wait<STAGES - 2>();        // tile kt has landed (this thread's copies) ...
+            __syncthreads();                    // ... everyone's, and buffer ws is free again
+        }
+        const bool more = kt + STAGES - 1 < ktiles && K7_PROBE != 1 && K7_PROBE != 3;
 
         const uint32_t a_st = a_lane + rs * A_STAGE * sizeof(float);
         const float* b_st = Bs + rs * B_STAGE;
@@ -233,7 +244,13 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
                 const float* p = b_st + b_lane[j % 4] + kk * BN + 32 * (j / 4);
                 const uint32_t b[2] = {tf32_operand(p[0]), tf32_operand(p[4 * BN])};
 #pragma unroll
-                for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a[i], b);
+                for (int i = 0; i < MI; ++i)
+                    if (K7_PROBE != 2) mma_tf32_16x8x8(acc[i][j], a[i], b);
+                if (K7_PROBE == 2) sink ^= b[0] ^ b[1];
+            }
+            if (K7_PROBE == 2) {                // keep the A fragments alive too (ptxas drops dead LDSM)
+#pragma unroll
+                for (int i = 0; i < MI; ++i) sink ^= a[i][0] ^ a[i][1] ^ a[i][2] ^ a[i][3];
             }
             // the next tile's copies go out behind the first step's HMMAs (item 3 above)
             if (kk == 0) {
@@ -245,6 +262,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
         ws = (ws + 1) & (STAGES - 1);
     }
 
+    if (K7_PROBE == 2) acc[0][0][0] = __uint_as_float(sink);
     // Epilogue (k6): the two accumulators of a lane that sit side by side in C go out as one float2.
 #pragma unroll
     for (int i = 0; i < MI; ++i)

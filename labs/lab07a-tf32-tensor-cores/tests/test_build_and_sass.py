@@ -66,3 +66,22 @@ def test_float2_stores_of_the_accumulators_from_k6_on(sass):
 def test_no_rung_touches_local_memory(sass):
     for key, c in sass.items():
         assert c["LDL/STL"] == 0, f"{key}: {c['LDL/STL']} LDL/STL"
+
+
+@pytest.mark.parametrize("sass", ["sm_90"], indirect=True)
+def test_k7_bounds_builds_leave_out_what_they_say(sass):
+    """make bounds KERNEL=k7 (common/bounds.py): K7_PROBE=1 keeps only the prologue's copies (fewer
+    LDGSTS, the barrier kept), 2 has no HMMA but every LDSM and LDS of k7, 3 no barrier in the loop."""
+    from common.sass import disassemble, opcode_counts
+    base = LAB.bind(LAB.kernel("k7"))
+    builds = {p: base.with_params(K7_PROBE=p) for p in (1, 2, 3)}
+    LAB.build(list(builds.values()), ["sm_90"])
+    probe = {p: opcode_counts(disassemble(k.cubin(LAB.build_dir_of(k), "sm_90")))["tf32gemm_k7_vec"]
+             for p, k in builds.items()}
+    k7 = ops(sass, "k7", "vec")
+    ldgsts = lambda c: sum(n for op, n in c.items() if op.startswith("LDGSTS"))   # noqa: E731
+    count = lambda c, prefix: sum(n for op, n in c.items() if op.startswith(prefix))  # noqa: E731
+    assert 0 < ldgsts(probe[1]) < ldgsts(k7) and count(probe[1], "BAR.SYNC") > 0, probe[1]
+    assert count(probe[2], "HMMA") == 0 and count(probe[2], "LDSM") == count(k7, "LDSM"), probe[2]
+    assert count(probe[2], "LDS") == count(k7, "LDS") and ldgsts(probe[2]) == ldgsts(k7), probe[2]
+    assert count(probe[3], "BAR.SYNC") < count(k7, "BAR.SYNC"), probe[3]
