@@ -185,6 +185,9 @@
 #ifndef V8_PROBE
 #define V8_PROBE 0
 #endif
+#ifndef COPYSPREAD
+#define COPYSPREAD 0 // 1: copy j of the next tile goes out at step j % BK, in one basic block with the FFMA
+#endif
 #ifndef LANEMAP
 #define LANEMAP 0   // 1: lane pairs share B columns and A rows (LDS.128 phases merge); 0: v7's lanes
 #endif
@@ -348,13 +351,15 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
     const uint32_t sA = smem_addr(As), sB = smem_addr(Bs);
 
     // Issue the copies of the tile starting at k0 into buffer s. CHECKED = false: wholly inside.
-    auto issueTile = [&](int s, int k0, auto checked) {
+    // part >= 0 (COPYSPREAD): only the copies whose number (A's first, then B's) is part modulo BK.
+    auto issueTile = [&](int s, int k0, auto checked, int part = -1) {
         constexpr bool CHECKED = decltype(checked)::value;
         const uint32_t aDst = sA + s * (A_STAGE * 4);
         const uint32_t bDst = sB + s * (B_STAGE * 4);
         const float* const pA = gA + k0;
 #pragma unroll
         for (int j = 0; j < (ACOPY ? 0 : A_PER_THREAD); ++j) {
+            if (part >= 0 && j % BK != part) continue;
             const int c = j % A_CPER, g = (j / A_CPER) % A_GROUPS8, kh = j / (A_CPER * A_GROUPS8);
             const int dm = 32 * g + 4 * A_WARPS * c;   // row offset from aM
             const float* src = pA + static_cast<size_t>(dm) * lda + 8 * kh;
@@ -370,6 +375,7 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
             const float* const pB = gBv + static_cast<size_t>(k0) * N;
 #pragma unroll
             for (int j = 0; j < B_VEC_PER_THREAD; ++j) {
+                if (part >= 0 && (A_PER_THREAD * (1 - ACOPY) + j) % BK != part) continue;
                 const int k = bK + j * B_VEC_ROW_STEP;
                 const float* src = pB + static_cast<size_t>(j * B_VEC_ROW_STEP) * N;
                 const uint32_t dst = bDst + 4 * (k * BN + bC);
@@ -384,6 +390,7 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
             const float* const pB = gBs + static_cast<size_t>(k0) * N;
 #pragma unroll
             for (int j = 0; j < B_SCALAR_PER_THREAD; ++j) {
+                if (part >= 0 && (A_PER_THREAD * (1 - ACOPY) + j) % BK != part) continue;
                 const int dn = (j % B_S_COLS) * THREADS, dk = (j / B_S_COLS) * B_S_ROW_STEP;
                 const float* src = pB + static_cast<size_t>(dk) * N + dn;
                 const uint32_t dst = bDst + 4 * ((bKs + dk) * BN + bN + dn);
@@ -503,6 +510,8 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
     };
 
     const int numTiles = (K + BK - 1) / BK;       // >= 1 since K >= 1
+    // COPYSPREAD in the vec entry only: the scalar entry's 4-byte B copies would need more registers
+    constexpr int SPREAD = VEC ? COPYSPREAD : 0;
 
     // Prologue: tiles 0 .. STAGES-2 in flight, one group each (empty groups past the last tile).
     if constexpr (ACOPY) {
@@ -527,14 +536,28 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
     for (int t = 0; t < numTiles; ++t) {
         // buffer writeStage held tile t-1: every thread finished reading it before the last barrier
         constexpr bool NOCOPY = V8_PROBE == 1 || V8_PROBE == 3;
-        if (t + STAGES - 1 < numTiles && !NOCOPY) issue(writeStage, (t + STAGES - 1) * BK);
-        cp_async_commit();
+        const bool more = t + STAGES - 1 < numTiles && !NOCOPY;
+        const int k0n = (t + STAGES - 1) * BK, ws = writeStage;
+        if constexpr (!SPREAD) {
+            if (more) issue(ws, k0n);
+            cp_async_commit();
+        }
         const bool moreA = ACOPY && t + 1 < numTiles && !NOCOPY;
         if (moreA) loadA((t + 1) * BK);           // in flight during this tile's math
         writeStage = writeStage + 1 == STAGES ? 0 : writeStage + 1;
 
+        // The tile's BK steps. COPYSPREAD = 1: the next tile's copies are spread over the steps, and
+        // the steps are compiled twice (copies checked or not), so that the choice is one branch
+        // per tile and each version is one basic block that ptxas can interleave with the FFMA.
+        auto steps = [&](auto checked) {
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
+            if constexpr (SPREAD) {
+                // checked copies past the last tile have k0n >= K: all predicated off (zero-fill of
+                // a free buffer), so SPREAD = 2 needs no branch on `more`
+                if ((SPREAD == 2 && !NOCOPY) || more) issueTile(ws, k0n, checked, k);
+                if (k == BK - 1) cp_async_commit();   // one group per tile, before the wait below
+            }
             if constexpr (REGDB) {
                 if (k == BK - 1) {
                     // step BK-1's operands are in registers: tile t's buffer is no longer read.
@@ -555,6 +578,15 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
                 loadOperands(0, aRead, bRead, k);
                 outerProduct(0);
             }
+        }
+        };
+        if constexpr (SPREAD == 2) {
+            steps(std::true_type{});              // every copy predicated: no branch at all
+        } else if constexpr (SPREAD) {
+            if (blockInside && k0n + BK <= K) steps(std::false_type{});
+            else                              steps(std::true_type{});
+        } else {
+            steps(std::false_type{});
         }
         if constexpr (!REGDB) {
             if (moreA) storeA(readStage + 1 == STAGES ? 0 : readStage + 1);
