@@ -185,8 +185,8 @@
 #ifndef V8_PROBE
 #define V8_PROBE 0
 #endif
-#ifndef COPYSPREAD
-#define COPYSPREAD 0 // 1: copy j of the next tile goes out at step j % BK, in one basic block with the FFMA
+#ifndef COPYPHASE
+#define COPYPHASE 0 // n > 0: the block's upper half of warps issues the next tile's copies at step n, not 0
 #endif
 #ifndef LANEMAP
 #define LANEMAP 0   // 1: lane pairs share B columns and A rows (LDS.128 phases merge); 0: v7's lanes
@@ -240,6 +240,7 @@ static_assert(BN % THREADS == 0 || THREADS % BN == 0, "v8: BN and THREADS must d
 static_assert((BM * BK) % THREADS == 0, "v8: THREADS must divide BM*BK (each thread copies the same number of A elements)");
 static_assert((BK * BN / 4) % THREADS == 0, "v8: THREADS must divide BK*BN/4 (each thread copies the same number of B chunks)");
 static_assert(THREADS % B_CHUNKS_PER_ROW == 0, "v8: THREADS must be a multiple of BN/4 (a thread's B chunks share one column)");
+static_assert(COPYPHASE >= 0 && COPYPHASE < BK, "v8: COPYPHASE is a step of the tile, 0 .. BK-1 (0: every warp copies at step 0)");
 static_assert(STAGES >= 2 && STAGES <= 8, "v8: STAGES must be 2..8 (one buffer computed on, at least one being filled)");
 static_assert(GROUP >= 1, "v8: GROUP (block rows per raster group) must be at least 1");
 static_assert(SWIZZLE == 0 || SWIZZLE == 1, "v8: SWIZZLE is 0 (plain or padded rows) or 1 (XOR)");
@@ -351,15 +352,13 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
     const uint32_t sA = smem_addr(As), sB = smem_addr(Bs);
 
     // Issue the copies of the tile starting at k0 into buffer s. CHECKED = false: wholly inside.
-    // part >= 0 (COPYSPREAD): only the copies whose number (A's first, then B's) is part modulo BK.
-    auto issueTile = [&](int s, int k0, auto checked, int part = -1) {
+    auto issueTile = [&](int s, int k0, auto checked) {
         constexpr bool CHECKED = decltype(checked)::value;
         const uint32_t aDst = sA + s * (A_STAGE * 4);
         const uint32_t bDst = sB + s * (B_STAGE * 4);
         const float* const pA = gA + k0;
 #pragma unroll
         for (int j = 0; j < (ACOPY ? 0 : A_PER_THREAD); ++j) {
-            if (part >= 0 && j % BK != part) continue;
             const int c = j % A_CPER, g = (j / A_CPER) % A_GROUPS8, kh = j / (A_CPER * A_GROUPS8);
             const int dm = 32 * g + 4 * A_WARPS * c;   // row offset from aM
             const float* src = pA + static_cast<size_t>(dm) * lda + 8 * kh;
@@ -375,7 +374,6 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
             const float* const pB = gBv + static_cast<size_t>(k0) * N;
 #pragma unroll
             for (int j = 0; j < B_VEC_PER_THREAD; ++j) {
-                if (part >= 0 && (A_PER_THREAD * (1 - ACOPY) + j) % BK != part) continue;
                 const int k = bK + j * B_VEC_ROW_STEP;
                 const float* src = pB + static_cast<size_t>(j * B_VEC_ROW_STEP) * N;
                 const uint32_t dst = bDst + 4 * (k * BN + bC);
@@ -390,7 +388,6 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
             const float* const pB = gBs + static_cast<size_t>(k0) * N;
 #pragma unroll
             for (int j = 0; j < B_SCALAR_PER_THREAD; ++j) {
-                if (part >= 0 && (A_PER_THREAD * (1 - ACOPY) + j) % BK != part) continue;
                 const int dn = (j % B_S_COLS) * THREADS, dk = (j / B_S_COLS) * B_S_ROW_STEP;
                 const float* src = pB + static_cast<size_t>(dk) * N + dn;
                 const uint32_t dst = bDst + 4 * ((bKs + dk) * BN + bN + dn);
@@ -510,8 +507,6 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
     };
 
     const int numTiles = (K + BK - 1) / BK;       // >= 1 since K >= 1
-    // COPYSPREAD in the vec entry only: the scalar entry's 4-byte B copies would need more registers
-    constexpr int SPREAD = VEC ? COPYSPREAD : 0;
 
     // Prologue: tiles 0 .. STAGES-2 in flight, one group each (empty groups past the last tile).
     if constexpr (ACOPY) {
@@ -537,26 +532,24 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
         // buffer writeStage held tile t-1: every thread finished reading it before the last barrier
         constexpr bool NOCOPY = V8_PROBE == 1 || V8_PROBE == 3;
         const bool more = t + STAGES - 1 < numTiles && !NOCOPY;
-        const int k0n = (t + STAGES - 1) * BK, ws = writeStage;
-        if constexpr (!SPREAD) {
-            if (more) issue(ws, k0n);
+        const int ws = writeStage;
+        if constexpr (!COPYPHASE) {
+            if (more) issue(ws, (t + STAGES - 1) * BK);
             cp_async_commit();
         }
         const bool moreA = ACOPY && t + 1 < numTiles && !NOCOPY;
         if (moreA) loadA((t + 1) * BK);           // in flight during this tile's math
         writeStage = writeStage + 1 == STAGES ? 0 : writeStage + 1;
 
-        // The tile's BK steps. COPYSPREAD = 1: the next tile's copies are spread over the steps, and
-        // the steps are compiled twice (copies checked or not), so that the choice is one branch
-        // per tile and each version is one basic block that ptxas can interleave with the FFMA.
-        auto steps = [&](auto checked) {
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
-            if constexpr (SPREAD) {
-                // checked copies past the last tile have k0n >= K: all predicated off (zero-fill of
-                // a free buffer), so SPREAD = 2 needs no branch on `more`
-                if ((SPREAD == 2 && !NOCOPY) || more) issueTile(ws, k0n, checked, k);
-                if (k == BK - 1) cp_async_commit();   // one group per tile, before the wait below
+            if constexpr (COPYPHASE) {
+                // warps w and w + 4 share a scheduler: one half copies at step 0, the other at step
+                // COPYPHASE, so that one of the two has FFMA to issue while the other computes addresses
+                if ((k == 0 && warp < THREADS / 64) || (k == COPYPHASE && warp >= THREADS / 64)) {
+                    if (more) issue(ws, (t + STAGES - 1) * BK);
+                    cp_async_commit();
+                }
             }
             if constexpr (REGDB) {
                 if (k == BK - 1) {
@@ -578,15 +571,6 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
                 loadOperands(0, aRead, bRead, k);
                 outerProduct(0);
             }
-        }
-        };
-        if constexpr (SPREAD == 2) {
-            steps(std::true_type{});              // every copy predicated: no branch at all
-        } else if constexpr (SPREAD) {
-            if (blockInside && k0n + BK <= K) steps(std::false_type{});
-            else                              steps(std::true_type{});
-        } else {
-            steps(std::false_type{});
         }
         if constexpr (!REGDB) {
             if (moreA) storeA(readStage + 1 == STAGES ? 0 : readStage + 1);
