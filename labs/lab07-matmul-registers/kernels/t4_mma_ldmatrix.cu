@@ -130,9 +130,6 @@
 #ifndef T4_PROBE
 #define T4_PROBE 0
 #endif
-#ifndef COPYPHASE
-#define COPYPHASE 0    // n > 0: warps of the upper half copy at k-step n of a tile, the lower half at 0
-#endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)                              // one warp per warp tile
 #define COPY_THREADS (COPY_WARPS * 32)
@@ -172,7 +169,6 @@ constexpr int WARPS_N = BN / WN;
 constexpr int MT = WM / 16;                  // m16 tiles per warp: A fragments per k-step
 constexpr int NT = WN / 8;                   // n8 tiles per warp: B fragments per k-step
 constexpr int KSTEPS = BK / 16;              // mma k-steps per stage
-static_assert(COPYPHASE >= 0 && COPYPHASE < KSTEPS, "t4: COPYPHASE is a k-step of the tile, 0 .. BK / 16 - 1");
 constexpr int CPR_A = BK / 8;                // 16-byte chunks per row of the A tile (4 or 8k)
 constexpr int CPR_B = BN / 8;                // chunks per row of the B tile (8k)
 constexpr int PAD = T4_SWIZZLE ? 0 : 1;      // chunks of padding per row (ablation only)
@@ -431,19 +427,16 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
         for (int p = 0; p < NT / 2; ++p) load_b(0, p, sB, 0);
     }
 
-    // COPYPHASE = n > 0: the upper half of the warps issues its copies at k-step n instead of 0, so
-    // that the two warps of a scheduler (w and w + 4) are not computing copy addresses at once.
-    const bool late_copier = COPYPHASE > 0 && warp >= THREADS / 64;
     for (int t = 0; t < k_tiles; ++t) {
-        const int ws = write_stage;  // the buffer tile t-1 used: every warp is past the barrier that freed it
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk) {
-            if ((kk == 0 && !late_copier) || (COPYPHASE > 0 && kk == COPYPHASE && late_copier)) {
+            if (kk == 0) {
+                // Refill the buffer tile t-1 used (every warp is past the barrier that freed it).
                 if (t + STAGES - 1 < k_tiles && copier && T4_PROBE != 1 && T4_PROBE != 3)
-                    issue(ws);
+                    issue(write_stage);
                 cp_async_commit();   // always, even empty: keeps the wait_group arithmetic fixed
+                write_stage = (write_stage + 1 == STAGES) ? 0 : write_stage + 1;
             }
-            if (kk == 0) write_stage = (write_stage + 1 == STAGES) ? 0 : write_stage + 1;
             if (DB) {
                 // The last k-step loads the next tile's step 0: first wait for it (and free tile t's
                 // buffer: every warp's ldmatrix of tile t is above this barrier, the copy into that

@@ -185,9 +185,6 @@
 #ifndef V8_PROBE
 #define V8_PROBE 0
 #endif
-#ifndef COPYPHASE
-#define COPYPHASE 0 // n > 0: the block's upper half of warps issues the next tile's copies at step n, not 0
-#endif
 #ifndef LANEMAP
 #define LANEMAP 0   // 1: lane pairs share B columns and A rows (LDS.128 phases merge); 0: v7's lanes
 #endif
@@ -240,7 +237,6 @@ static_assert(BN % THREADS == 0 || THREADS % BN == 0, "v8: BN and THREADS must d
 static_assert((BM * BK) % THREADS == 0, "v8: THREADS must divide BM*BK (each thread copies the same number of A elements)");
 static_assert((BK * BN / 4) % THREADS == 0, "v8: THREADS must divide BK*BN/4 (each thread copies the same number of B chunks)");
 static_assert(THREADS % B_CHUNKS_PER_ROW == 0, "v8: THREADS must be a multiple of BN/4 (a thread's B chunks share one column)");
-static_assert(COPYPHASE >= 0 && COPYPHASE < BK, "v8: COPYPHASE is a step of the tile, 0 .. BK-1 (0: every warp copies at step 0)");
 static_assert(STAGES >= 2 && STAGES <= 8, "v8: STAGES must be 2..8 (one buffer computed on, at least one being filled)");
 static_assert(GROUP >= 1, "v8: GROUP (block rows per raster group) must be at least 1");
 static_assert(SWIZZLE == 0 || SWIZZLE == 1, "v8: SWIZZLE is 0 (plain or padded rows) or 1 (XOR)");
@@ -531,26 +527,14 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
     for (int t = 0; t < numTiles; ++t) {
         // buffer writeStage held tile t-1: every thread finished reading it before the last barrier
         constexpr bool NOCOPY = V8_PROBE == 1 || V8_PROBE == 3;
-        const bool more = t + STAGES - 1 < numTiles && !NOCOPY;
-        const int ws = writeStage;
-        if constexpr (!COPYPHASE) {
-            if (more) issue(ws, (t + STAGES - 1) * BK);
-            cp_async_commit();
-        }
+        if (t + STAGES - 1 < numTiles && !NOCOPY) issue(writeStage, (t + STAGES - 1) * BK);
+        cp_async_commit();
         const bool moreA = ACOPY && t + 1 < numTiles && !NOCOPY;
         if (moreA) loadA((t + 1) * BK);           // in flight during this tile's math
         writeStage = writeStage + 1 == STAGES ? 0 : writeStage + 1;
 
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
-            if constexpr (COPYPHASE) {
-                // warps w and w + 4 share a scheduler: one half copies at step 0, the other at step
-                // COPYPHASE, so that one of the two has FFMA to issue while the other computes addresses
-                if ((k == 0 && warp < THREADS / 64) || (k == COPYPHASE && warp >= THREADS / 64)) {
-                    if (more) issue(ws, (t + STAGES - 1) * BK);
-                    cp_async_commit();
-                }
-            }
             if constexpr (REGDB) {
                 if (k == BK - 1) {
                     // step BK-1's operands are in registers: tile t's buffer is no longer read.
