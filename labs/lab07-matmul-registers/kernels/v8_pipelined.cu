@@ -185,6 +185,9 @@
 #ifndef V8_PROBE
 #define V8_PROBE 0
 #endif
+#ifndef FASTLOOP
+#define FASTLOOP 0  // 1: interior tiles in a loop of their own, copies unchecked and branch-free
+#endif
 #ifndef LANEMAP
 #define LANEMAP 0   // 1: lane pairs share B columns and A rows (LDS.128 phases merge); 0: v7's lanes
 #endif
@@ -523,11 +526,18 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
     const float* bRead = Bs;
     if constexpr (REGDB) loadOperands(0, aRead, bRead, 0);
 
-#pragma unroll 1
-    for (int t = 0; t < numTiles; ++t) {
+    // One tile: the copies of tile t + STAGES - 1, then BK steps. FAST: that tile is known to be whole
+    // and inside the matrices, so its copies go out unchecked and unconditionally: no branch, and
+    // the tile is one basic block that ptxas can schedule as a whole (FASTLOOP below).
+    auto tile = [&](int t, auto fast) {
+        constexpr bool FAST = decltype(fast)::value;
         // buffer writeStage held tile t-1: every thread finished reading it before the last barrier
         constexpr bool NOCOPY = V8_PROBE == 1 || V8_PROBE == 3;
-        if (t + STAGES - 1 < numTiles && !NOCOPY) issue(writeStage, (t + STAGES - 1) * BK);
+        if constexpr (FAST) {
+            if constexpr (!NOCOPY) issueTile(writeStage, (t + STAGES - 1) * BK, std::false_type{});
+        } else {
+            if (t + STAGES - 1 < numTiles && !NOCOPY) issue(writeStage, (t + STAGES - 1) * BK);
+        }
         cp_async_commit();
         const bool moreA = ACOPY && t + 1 < numTiles && !NOCOPY;
         if (moreA) loadA((t + 1) * BK);           // in flight during this tile's math
@@ -566,7 +576,17 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
             aRead = As + readStage * A_STAGE;
             bRead = Bs + readStage * B_STAGE;
         }
+    };
+    int t = 0;
+    if constexpr (FASTLOOP && !ACOPY) {
+        // FASTLOOP = 1: the tiles whose copy target (tile t + STAGES - 1) is whole and inside, in a
+        // loop of their own; the last STAGES - 1 tiles and edge blocks take the checked loop below.
+        const int fastEnd = blockInside ? max(K / BK - (STAGES - 1), 0) : 0;
+#pragma unroll 1
+        for (; t < fastEnd; ++t) tile(t, std::true_type{});
     }
+#pragma unroll 1
+    for (; t < numTiles; ++t) tile(t, std::false_type{});
     cp_async_wait<0>();                           // no copy may still target shared memory at exit
 
     // Epilogue: row group i, row r, strip w: TN columns = TN/4 groups of 4.
