@@ -186,7 +186,7 @@
 #define V8_PROBE 0
 #endif
 #ifndef FASTLOOP
-#define FASTLOOP 0  // 1: interior tiles in a loop of their own, copies unchecked and branch-free
+#define FASTLOOP 1  // 1: interior tiles in a loop of their own, copies unchecked and branch-free; 0: one loop
 #endif
 #ifndef LANEMAP
 #define LANEMAP 0   // 1: lane pairs share B columns and A rows (LDS.128 phases merge); 0: v7's lanes
