@@ -74,7 +74,7 @@ ncu-table ncu-tensor sanitize:
 	@$(COURSE) $@ --lab $(LAB_DIR) $(KERNELS_FLAG)
 
 ncu:
-	@$(COURSE) ncu --lab $(LAB_DIR) $(if $(KERNEL),--kernel $(KERNEL))
+	@$(COURSE) ncu --lab $(LAB_DIR) $(if $(KERNEL),--kernel $(KERNEL)) $(if $(SIZE),--size $(SIZE))
 
 workspace:
 	@$(COURSE) workspace --lab $(LAB_DIR) --dest $(abspath $(WORKSPACE)) $(if $(FORCE),--force)

@@ -89,7 +89,6 @@
 // parameter. T4_PROBE=1..4 take parts of the work away to measure what bounds the kernel (make bounds, common/bounds.py).
 
 #include <cuda_fp16.h>
-#include <type_traits>
 
 // ---- tile parameters (override with -D for a tuning sweep) -------------------------------------
 #ifndef BM
@@ -130,9 +129,6 @@
 // 3: as 1, and no barrier either. 4: the copies but no wait and no barrier (a race, on purpose).
 #ifndef T4_PROBE
 #define T4_PROBE 0
-#endif
-#ifndef FASTLOOP
-#define FASTLOOP 0     // 1: interior tiles in a loop of their own, their copies unchecked and branch-free
 #endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)                              // one warp per warp tile
@@ -351,11 +347,9 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
     cp.b_cols_left = N - bn - cp.b_c * 8;
     // Issue the next tile (tiles are issued in order) into buffer `stage`, then advance the sources.
     int k_next = 0;
-    // fast: the tile is known to be whole and inside the matrices (FASTLOOP): no check, no branch.
-    auto issue = [&](int stage, auto fast) {
+    auto issue = [&](int stage) {
         const unsigned sA = sA0 + stage * A_STAGE_BYTES, sB = sB0 + stage * B_STAGE_BYTES;
-        if constexpr (decltype(fast)::value)  issue_tile<false, VEC_B>(sA, sB, cp, A, B, N, K);
-        else if (block_inside && k_next + BK <= K) issue_tile<false, VEC_B>(sA, sB, cp, A, B, N, K);
+        if (block_inside && k_next + BK <= K) issue_tile<false, VEC_B>(sA, sB, cp, A, B, N, K);
         else                                  issue_tile<true, VEC_B>(sA, sB, cp, A, B, N, K);
         k_next += BK;
         cp.a_src += BK; cp.a_k += BK;
@@ -406,7 +400,7 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
     // Prologue: tiles 0 .. STAGES-2 in flight, one commit group each (empty groups past the end).
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < k_tiles && copier) issue(s, std::false_type{});
+        if (s < k_tiles && copier) issue(s);
         cp_async_commit();
     }
     cp_async_wait<STAGES - 2>();   // tile 0 has landed (for this thread) ...
@@ -433,15 +427,13 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
         for (int p = 0; p < NT / 2; ++p) load_b(0, p, sB, 0);
     }
 
-    // One tile. FAST: its copy target, tile t + STAGES - 1, is whole and inside (FASTLOOP below).
-    auto tile = [&](int t, auto fast) {
-        constexpr bool FAST = decltype(fast)::value;
+    for (int t = 0; t < k_tiles; ++t) {
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk) {
             if (kk == 0) {
                 // Refill the buffer tile t-1 used (every warp is past the barrier that freed it).
-                if ((FAST || t + STAGES - 1 < k_tiles) && copier && T4_PROBE != 1 && T4_PROBE != 3)
-                    issue(write_stage, fast);
+                if (t + STAGES - 1 < k_tiles && copier && T4_PROBE != 1 && T4_PROBE != 3)
+                    issue(write_stage);
                 cp_async_commit();   // always, even empty: keeps the wait_group arithmetic fixed
                 write_stage = (write_stage + 1 == STAGES) ? 0 : write_stage + 1;
             }
@@ -461,15 +453,7 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
                 if (kk == KSTEPS - 1) next_stage();
             }
         }
-    };
-    int t = 0;
-    if constexpr (FASTLOOP) {
-        // FASTLOOP = 1: the tiles whose copy target is whole and inside run in a loop of their own
-        // (one basic block a tile); the last STAGES - 1 tiles and edge blocks take the loop below.
-        const int fast_end = block_inside ? max(K / BK - (STAGES - 1), 0) : 0;
-        for (; t < fast_end; ++t) tile(t, std::true_type{});
     }
-    for (; t < k_tiles; ++t) tile(t, std::false_type{});
     cp_async_wait<0>();   // only empty groups can be pending; leave no copy in flight at exit
 
     if (T4_PROBE == 2) acc[0][0][0] = __uint_as_float(sink);
