@@ -86,7 +86,3 @@ SHAPES_DEFAULT = "all"
 # it: it timed c5[BN256_BK16], round 1's best tile.)
 C5_AM = replace(CUTE[4], name="c5[A_MMAJOR1]", defines={"A_MMAJOR": 1}, tag="A_MMAJOR1")
 SWEEP_EXTRA = {"square": {"fp32": [C5_AM]}, "rect": {"fp32": [C5_AM]}}
-
-# make sanitize checks the rows and these builds of c5 too: its tuning knobs that change what the
-# kernel does, not only how big it is (FASTLOOP: an unpredicated main loop before the predicated one).
-SANITIZE_ALSO = [CUTE[4].with_defines(A_MMAJOR=1, FASTLOOP=1), CUTE[4].with_defines(A_MMAJOR=1, FASTLOOP=1, MIN_BLOCKS=2)]

@@ -22,7 +22,7 @@ from pathlib import Path
 from common.tiling import Tiling
 
 C5 = Path(__file__).resolve().parent / "kernels" / "c5_wide_epilogue.cu"
-PARAMS = ("BM", "BN", "BK", "STAGES", "THR_M", "THR_N", "GROUP", "MIN_BLOCKS", "A_MMAJOR", "FMA_ORDER", "FASTLOOP")
+PARAMS = ("BM", "BN", "BK", "STAGES", "THR_M", "THR_N", "GROUP", "MIN_BLOCKS", "A_MMAJOR", "FMA_ORDER")
 SMEM_LIMIT = 227 * 1024          # the sm_90 opt-in maximum per block, as c5's last static_assert
 
 
@@ -75,7 +75,6 @@ def reason_illegal(params):
         (p["A_MMAJOR"] == 0 or (BM % 32 == 0 and BM % (4 * p["THR_M"]) == 0),
          "c5: A_MMAJOR = 1 needs BM % 32 == 0 and BM % (4 * THR_M) == 0 (whole swizzled chunks, m in groups of 4)"),
         (0 <= p["FMA_ORDER"] <= 2, "c5: FMA_ORDER is 0 (cute::gemm), 1 (n outer) or 2 (m outer)"),
-        (p["FASTLOOP"] in (0, 1), "c5: FASTLOOP is 0 (one main loop) or 1 (interior tiles first, unpredicated)"),
         (d["SMEM_BYTES"] <= SMEM_LIMIT, "c5: STAGES x (BM + BN) x BK floats exceed 227 KB, the most a block may use "
                                         "(sm_86/89/120 give 99 KB; the launcher checks the device)"),
     ]
@@ -109,12 +108,6 @@ _PLAN = [
 ]
 
 
-# Round 5: lab 7's v8 gained 4 points from FASTLOOP (its interior tiles in a loop of their own, the
-# copies unpredicated and branch-free); here with the round-3 winner, A_MMAJOR = 1, at one and two
-# blocks per SM (FASTLOOP costs c5 40 registers: 168 at MIN_BLOCKS = 1, one block of 8 warps per SM).
-_EXTRA = [dict(A_MMAJOR=1, FASTLOOP=1), dict(A_MMAJOR=1, FASTLOOP=1, MIN_BLOCKS=2)]
-
-
 def _sweep():
     out = []
     for (BM, BN, TM, TN), bks, stages, groups, minb, amaj, orders in _PLAN:
@@ -124,7 +117,7 @@ def _sweep():
             if reason_illegal(p) or all(p[k] == DEFAULTS[k] for k in p):
                 continue            # the defaults come first, as {}
             out.append({k: v for k, v in p.items() if v != DEFAULTS[k]})
-    return out + [p for p in _EXTRA if reason_illegal(p) is None and p not in out]
+    return out
 
 
 def candidates():
@@ -135,7 +128,6 @@ def candidates():
 def tag(p, prefix="c5t"):
     """A stable, readable name for a candidate: c5t_128x256x16_16x16_s3_g8_b1_ak_o0."""
     q = dict(DEFAULTS, **p)
-    return "%s_%dx%dx%d_%dx%d_s%d_g%d_b%d_%s_o%d%s" % (prefix, q["BM"], q["BN"], q["BK"], q["THR_M"], q["THR_N"],
-                                                       q["STAGES"], q["GROUP"], q["MIN_BLOCKS"],
-                                                       "am" if q["A_MMAJOR"] else "ak", q["FMA_ORDER"],
-                                                       "_f" if q["FASTLOOP"] else "")
+    return "%s_%dx%dx%d_%dx%d_s%d_g%d_b%d_%s_o%d" % (prefix, q["BM"], q["BN"], q["BK"], q["THR_M"], q["THR_N"],
+                                                     q["STAGES"], q["GROUP"], q["MIN_BLOCKS"],
+                                                     "am" if q["A_MMAJOR"] else "ak", q["FMA_ORDER"])

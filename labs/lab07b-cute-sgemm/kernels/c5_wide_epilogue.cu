@@ -65,9 +65,6 @@
 #ifndef A_MMAJOR
 #define A_MMAJOR 0  // 0: sA k-major (the worklog's); 1: sA m-major, transposed by 4-byte copies (lab 7's v8)
 #endif
-#ifndef FASTLOOP
-#define FASTLOOP 0  // 1: interior tiles in a loop of their own, copies unpredicated and branch-free; tuning only
-#endif
 #ifndef FMA_ORDER
 #define FMA_ORDER 0 // order of a k-block's FFMA: 0 cute::gemm's, 1 n outer (v8), 2 m outer (v7); tuning only
 #endif
@@ -100,7 +97,6 @@ static_assert(A_MMAJOR == 0 || A_MMAJOR == 1, "c5: A_MMAJOR is 0 (k-major sA) or
 static_assert(A_MMAJOR == 0 || (BM % 32 == 0 && BM % (4 * THR_M) == 0),
               "c5: A_MMAJOR = 1 needs BM % 32 == 0 and BM % (4 * THR_M) == 0 (whole swizzled chunks, m in groups of 4)");
 static_assert(FMA_ORDER >= 0 && FMA_ORDER <= 2, "c5: FMA_ORDER is 0 (cute::gemm), 1 (n outer) or 2 (m outer)");
-static_assert(FASTLOOP == 0 || FASTLOOP == 1, "c5: FASTLOOP is 0 (one main loop) or 1 (interior tiles first, unpredicated)");
 static_assert(SMEM_BYTES <= 227 * 1024, "c5: STAGES x (BM + BN) x BK floats exceed 227 KB, the most a block may use "
                                         "(sm_86/89/120 give 99 KB; the launcher checks the device)");
 
@@ -255,16 +251,8 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     // Main loop. Tile t+STAGES-1 is copied into the buffer tile t-1 left; then per k-block: load the
     // next k-block into the other register set, and multiply this one (gemm: the outer product of
     // the thread's 8 A and 8 B values, 64 FFMA). One barrier per tile.
-    // FASTLOOP = 1 (a tuning knob past the worklog, lab 7's v8 measured +4 % with it): the tiles
-    // whose copy target is whole and inside run first, in a loop of their own whose copies are
-    // unpredicated and unconditional: no branch in the tile, one basic block for ptxas to schedule.
-    auto tile = [&](int t, auto fast) {
-        if constexpr (decltype(fast)::value) {
-            copy(copy_a, tAgA(_, _, _, t + STAGES - 1), tAsA(_, _, _, write));
-            copy(copy_b, tBgB(_, _, _, t + STAGES - 1), tBsB(_, _, _, write));
-        } else if (t + STAGES - 1 < k_tiles) {
-            load_tile(t + STAGES - 1, write);
-        }
+    for (int t = 0; t < k_tiles; ++t) {
+        if (t + STAGES - 1 < k_tiles) load_tile(t + STAGES - 1, write);
         cp_async_fence();
         CUTE_UNROLL
         for (int k = 0; k < BK; ++k) {
@@ -280,13 +268,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
             copy(tCsB(_, _, kn, read), tCrB(_, _, (k + 1) & 1));
             cute_sgemm::outer_product<FMA_ORDER>(mma, tCrA(_, _, k & 1), tCrB(_, _, k & 1), tCrC);
         }
-    };
-    int t = 0;
-    if constexpr (FASTLOOP) {
-        const int fast_end = inside ? cute::max(K / BK - (STAGES - 1), 0) : 0;
-        for (; t < fast_end; ++t) tile(t, cute::true_type{});
     }
-    for (; t < k_tiles; ++t) tile(t, cute::false_type{});
 
     if (VEC && inside) {
         cute_sgemm::store_c_rows_vec(tCrC, tCgC, alpha, beta);
