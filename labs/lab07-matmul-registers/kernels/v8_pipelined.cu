@@ -108,6 +108,15 @@
 // 7. Epilogue: C = alpha * acc + beta * C with float4 loads and stores (sgemm_v8_vec), per-element
 //    otherwise; beta == 0 skips the loads of C.
 //
+// 8. A fast loop (FASTLOOP = 1). With one main loop, each tile starts with a branch (is the tile to
+//    copy whole and inside?) and a block of address arithmetic and LDGSTS of its own, which both
+//    warps of a scheduler enter together after the barrier, with no FFMA to issue in between: ncu
+//    put 9 % of v8's samples there, and without copies v8 ran 10 % faster. So the tiles whose copy
+//    target is a whole interior tile run first, in a loop whose copies are unchecked and
+//    unconditional: one basic block a tile, the LDGSTS scheduled among the FFMA. The last STAGES-1
+//    tiles and edge blocks take the checked loop. On the H200: 98 -> 103 % of cuBLAS (lab README,
+//    "What bounds v8"), for 25 more registers.
+//
 // Tiles and threads (defaults: the best configuration of the tuning sweep on the H200). Warp and
 // lane tiles are v7's: warps of 64 x 64, a lane owns 8 x 16 outputs in WNITER = 4 strips. The
 // block is 128 x 256, 2 x 4 warps, 256 threads: with 128 accumulators per thread the register
@@ -117,7 +126,8 @@
 // -DBN=128 -DBK=16. The tuner overrides any parameter with -DNAME=value; the static_asserts say
 // which combinations are legal.
 //
-// What to look for in SASS, per tile of BK = 8 (default): 1024 FFMA; 48 LDS.128 (2 of A + 4 of B
+// What to look for in SASS, per tile of BK = 8 (default), in each of the two main loops (the fast
+// one has no BRA but its back edge): 1024 FFMA; 48 LDS.128 (2 of A + 4 of B
 // per k), no scalar LDS and no STS in the main loop; 4 LDGSTS.E (A, 4 bytes) and 2
 // LDGSTS.E.BYPASS.128 (B, sgemm_v8_vec) or 8 LDGSTS.E (sgemm_v8_scalar); LDGDEPBAR per commit,
 // DEPBAR.LE SB0, 0x1 for wait_group(STAGES - 2) (STAGES = 3); one BAR.SYNC; no LDL/STL. In the

@@ -154,3 +154,30 @@ def test_v8_bounds_builds_leave_out_what_they_say(sass):
     assert 0 < ldgsts(ops[1]) < ldgsts(v8), ops[1]
     assert ops[1].get("FFMA", 0) == ops[3].get("FFMA", 0) == v8.get("FFMA", 0)
     assert ops[3].get("BAR.SYNC.DEFER_BLOCKING", 0) < v8.get("BAR.SYNC.DEFER_BLOCKING", 0), ops[3]
+
+
+@pytest.mark.parametrize("sass", ["sm_90"], indirect=True)
+def test_v8_fast_loop_is_one_basic_block_with_its_copies(sass):
+    """FASTLOOP = 1 (v8's default): the interior tiles' loop has its 6 copies among its 1024 FFMA and no
+    branch but its back edge; the checked loop after it still has the branches. FASTLOOP = 0 has one loop."""
+    from common.sass import disassemble, kernel_listing
+    from common.sass_loops import loops
+
+    def k_loops(k):
+        listing = kernel_listing(disassemble(k.cubin(LAB.build_dir_of(k), "sm_90")), "sgemm_v8_vec")
+        out = []
+        for start, end in loops(listing):
+            body = [l for l in listing if start <= int(l.split("*/")[0].strip("/* "), 16) <= end]
+            ops = [l.split("*/", 1)[1].split() for l in body]
+            ops = [o[1] if o[0].startswith("@") else o[0] for o in ops if o]
+            if sum(o == "FFMA" for o in ops) >= 1024:
+                out.append(ops)
+        return out
+
+    base = LAB.bind(LAB.kernel("v8"))
+    one = base.with_params(FASTLOOP=0)
+    LAB.build([base, one], ["sm_90"])
+    fast, checked = k_loops(base)
+    assert sum(o.startswith("LDGSTS") for o in fast) == 6 and sum(o == "BRA" for o in fast) == 1
+    assert sum(o == "BRA" for o in checked) > 1
+    assert len(k_loops(one)) == 1
