@@ -5,7 +5,8 @@
                               shared wavefronts and bank conflicts, the top stall reasons
     make ncu-tensor           its tensor-core kernels and cuBLAS of the same precision: Speed of Light,
                               tensor pipes, memory, occupancy
-    make ncu KERNEL=v7        the full ncu report of one kernel, for the Nsight Compute GUI
+    make ncu KERNEL=v7        the full ncu report of one kernel, for the Nsight Compute GUI, and where
+                              its warp-state samples fall per SASS instruction (common/ncu_source.py)
     make sanitize             compute-sanitizer memcheck, racecheck, synccheck, initcheck over every
                               kernel and variant on small awkward shapes; any finding fails
 
@@ -509,7 +510,23 @@ def ncu_full(lab, args):
     raw = ncu.run([exe, "--import", str(out), "--csv", "--page", "raw", "--print-units", "base"], what=str(out))
     rows = [_common_columns(lab, name, launch, n) for launch in ncu.parse_csv(raw.stdout)]
     print(report.table(rows, SUMMARY_COLUMNS, title=f"\n{name} at {n}^3 on {arch} (key values; everything else is in the report)"))
+    _source_summary(exe, out, LAB)
     print(f"\nreport: {out.relative_to(LAB)}  (open it in the Nsight Compute GUI: ncu-ui {out.relative_to(LAB)})")
+
+
+def _source_summary(exe, rep, root):
+    """The report's warp-state samples per SASS instruction (common/ncu_source.py), printed and written
+    next to it as <report>.source.txt; a report without them gets one line saying why, not an error."""
+    from . import ncu_source
+    try:
+        src = ncu.run([exe, "--import", str(rep), "--csv", "--page", "source", "--print-source", "sass"], what=str(rep))
+        text = ncu_source.report(ncu_source.summarize(src.stdout))
+    except (ValueError, CourseError) as e:
+        print(f"\n(no per-instruction samples: {e})")
+        return
+    path = rep.with_suffix(".source.txt")
+    path.write_text(text + "\n")
+    print("\nwhere the samples fall, per SASS instruction (" + str(path.relative_to(root)) + "):\n" + text)
 
 
 # --- make sanitize ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@
 #   make bounds      KERNEL=t4: the kernel beside builds without its copies, math or barrier (SIZE= BK=)
 #   make ncu-table   ncu on the FFMA kernels and cuBLAS SGEMM: shared loads per FFMA, wavefronts, stalls
 #   make ncu-tensor  ncu on the tensor-core kernels and cuBLAS: Speed of Light, tensor pipes, memory
-#   make ncu KERNEL=name   the full ncu report of one kernel, for the Nsight Compute GUI
+#   make ncu KERNEL=name   the full ncu report of one kernel (GUI), and its samples per SASS instruction
 #   make sanitize    compute-sanitizer memcheck, racecheck, synccheck, initcheck on every kernel
 #   make workspace   your exercises: the kernels with TODOs (WORKSPACE=path; FORCE=1 replaces)
 #   make grade       grade the workspace, then the score report (PARTS=v4,v6 NOGPU=1 JSON=file)
