@@ -10,7 +10,8 @@ LAB = lab_of(__file__)
 SHAPES = [(1, 1, 1), (1, 300, 77), (17, 33, 9), (64, 64, 64), (130, 260, 100), (257, 129, 513),
           (300, 200, 1), (96, 384, 1000),
           (128, 130, 128), (129, 128, 126), (127, 129, 131), (64, 4, 37), (33, 65, 3),
-          (4099, 3, 64), (2, 3001, 40), (5, 7, 2048)]
+          (4099, 3, 64), (2, 3001, 40), (5, 7, 2048),
+          (257, 263, 515)]   # N odd: the scalar variant with whole 128 x 256 blocks, so v8's fast loop runs
 
 CASES = [(k.name, v, s) for k in LAB.ladders["fp32"] for v, s in k.cases(SHAPES)]   # vec only where its rule holds
 
