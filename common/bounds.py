@@ -21,7 +21,7 @@ by design: the table says WRONG (by design), and only their times mean something
 Writes results/<lab>-<kernel>-bounds_<gpu>_<date>_<commit>.json. Needs a GPU.
 """
 import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import report
 from .errors import CourseError
@@ -35,7 +35,7 @@ class Bounds:
     switch: str
     probes: dict
     ladder: str
-    bk: tuple = field(default=())
+    bk: tuple = ()
 
 
 def _table(lab):

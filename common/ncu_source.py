@@ -16,6 +16,8 @@ import io
 import re
 from dataclasses import dataclass, field
 
+from .ncu import number
+
 ALL = "Warp Stall Sampling (All Samples)"
 NOT_ISSUED = "Warp Stall Sampling (Not-issued Samples)"
 MATH = ("FFMA", "HMMA", "HGMMA", "IMMA", "DFMA")
@@ -46,11 +48,9 @@ class Summary:
 
 
 def _number(text):
-    text = (text or "").strip().replace(",", "")
-    try:
-        return float(text)
-    except ValueError:
-        return 0.0
+    """A sample count: ncu.number's reading, 0 for an empty or non-numeric cell."""
+    v = number(text or "")
+    return float(v) if isinstance(v, (int, float)) else 0.0
 
 
 def opcode(source):

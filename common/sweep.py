@@ -226,7 +226,7 @@ def record_stem(lab, args, wanted=None, ladders=None):
     """<lab>-sweep for a run of the lab's default shapes, every kernel and every ladder: the record the
     notebook and the README read (the newest <lab>-sweep_*.json). A narrower run is named for what it
     timed, <lab>-sweep-<shapes>[-<kernels>][-<ladders>], so it never stands in for the whole sweep."""
-    import re
+    from .targets import _slug
     spec = getattr(args, "shapes", None) or ""
     default = lab.option("SHAPES_DEFAULT", "all")
     parts = []
@@ -236,7 +236,7 @@ def record_stem(lab, args, wanted=None, ladders=None):
         parts.append(",".join(wanted))
     if ladders and list(ladders) != list(lab.ladders):
         parts.append(",".join(ladders))
-    tag = re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")[:60].strip("-")
+    tag = _slug("-".join(parts))[:60].strip("-")
     return f"{lab.short}-sweep" + (f"-{tag}" if tag else "")
 
 

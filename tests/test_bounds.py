@@ -10,6 +10,12 @@ from common.errors import CourseError
 from common.lab import all_lab_dirs, load
 
 LABS = [load(d) for d in all_lab_dirs()]
+_OPS = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+        "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+def _cmp(op, a, b):
+    return _OPS[op](a, b)
 WITH = [lab for lab in LABS if lab.option("BOUNDS")]
 
 
@@ -22,9 +28,11 @@ def test_each_switch_is_read_by_its_kernel_and_defaults_to_the_kernel_itself(lab
     for name, spec in lab.option("BOUNDS").items():
         src = (lab.kernels_dir / lab.kernel(name).source).read_text()
         assert re.search(rf"#ifndef {spec.switch}\s*\n#define {spec.switch} 0\b", src), (name, spec.switch)
+        tests = [(op, int(v)) for op, v in re.findall(rf"\b{spec.switch}\s*(==|!=|<=|>=|<|>)\s*(\d+)", src)]
         for probe in spec.probes:
-            assert probe >= 1 and re.search(rf"{spec.switch}\s*[!=<>]=?\s*{probe}\b|{spec.switch}\s*<", src), \
-                f"{name}: nothing in {lab.kernel(name).source} reads {spec.switch} = {probe}"
+            # some comparison in the source must come out differently for this probe than for 0
+            assert probe >= 1 and any(_cmp(op, probe, v) != _cmp(op, 0, v) for op, v in tests), \
+                f"{name}: nothing in {lab.kernel(name).source} tells {spec.switch} = {probe} from the kernel"
 
 
 @pytest.mark.parametrize("lab", WITH, ids=lambda lab: lab.short)

@@ -191,7 +191,8 @@
 #endif
 // What bounds v8 (make bounds KERNEL=v8): builds that leave part of the work out; their results are
 // WRONG by design, only their times mean something. 0: the kernel. 1: no copies after the prologue.
-// 3: no copies and no barrier either. (No "no FFMA" build: ptxas would delete the unused shared loads.)
+// 3: no copies and no barrier either. (No "no FFMA" build yet: ptxas deletes shared loads nobody reads;
+// t4's and lab 7a's k7's no-math probes keep theirs by XORing the loaded values into C.)
 #ifndef V8_PROBE
 #define V8_PROBE 0
 #endif
