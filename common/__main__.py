@@ -45,6 +45,7 @@ def parser():
     t = target("tune", "other tile parameters, timed against cuBLAS")
     t.add_argument("--size", type=int, default=None)
     t.add_argument("--budget", type=float, default=None, help="seconds of timing at most (default: no limit)")
+    t.add_argument("--ladder", default=None, help="one ladder of the lab's TUNING, or a comma list (default: all)")
     target("selfcheck", "every kernel and variant on a few awkward shapes")
     t = target("bounds", "a kernel beside builds without its copies, its math or its barrier")
     t.add_argument("--kernel", default=None, help="a kernel of the lab's BOUNDS (default: its first)")

@@ -486,6 +486,14 @@ def tune(lab, args):
     tuning = lab.option("TUNING", {})
     if not tuning:
         raise CourseError(f"{lab.name} has nothing to tune", hint="its table (lab.py) has no TUNING")
+    wanted = getattr(args, "ladder", None)
+    if wanted:
+        names = [w.strip() for w in wanted.split(",") if w.strip()]
+        unknown = [w for w in names if w not in tuning]
+        if unknown:
+            raise CourseError(f"{lab.name} tunes no ladder {', '.join(unknown)}",
+                              hint=f"LADDER= one of {', '.join(tuning)} (or leave it out for all)")
+        tuning = {ld: spec for ld, spec in tuning.items() if ld in names}
     budget = getattr(args, "budget", None)
     deadline = time.monotonic() + budget if budget else None
     m = Measurer(lab, facts)
@@ -509,9 +517,11 @@ def tune(lab, args):
             if ok:
                 top = max(ok, key=lambda r: r["tflops"])
                 k = next(k for k in kept if k.name == top["kernel"])
-                best.setdefault(ladder, {})[shape_class(n)] = {
+                # a class timed at two sizes (4096^3 and 8192^3 are both "large") keeps the first
+                # size's winner: the sizes come in the order the lab's Tuning lists them
+                best.setdefault(ladder, {}).setdefault(shape_class(n), {
                     "kernel": k.base_name, "params": k.defines, "tflops": top["tflops"],
-                    "pct_of_cublas": top["pct_of_cublas"], "size": n}
+                    "pct_of_cublas": top["pct_of_cublas"], "size": n})
                 shown = sorted(ok, key=lambda r: -r["tflops"])[:8]
                 base_row = next(r for r in rows if r["kernel"] == BASELINE)
                 print(report.table([base_row] + shown, [("kernel", "configuration", ""), ("tflops", "TFLOP/s", ".1f"),

@@ -6,7 +6,7 @@
 #                    SHAPES=decode (or square, skinny, small-k, split-k, all, 16x4096x4096): the shape
 #                    sweep, GB/s against the copy bandwidth where memory-bound; KERNEL=gemm: the dispatcher
 #   make sass        opcode counts per kernel (FFMA, LDS, LDS.128, HMMA, LDSM, LDGSTS, ...)
-#   make tune        other tile parameters of the tuning kernels; the best is recorded for bench
+#   make tune        other tile parameters of the tuning kernels; the best is recorded for bench (LADDER=fp32)
 #   make bounds      KERNEL=t4: the kernel beside builds without its copies, math or barrier (SIZE= BK=)
 #   make ncu-table   ncu on the FFMA kernels and cuBLAS SGEMM: shared loads per FFMA, wavefronts, stalls
 #   make ncu-tensor  ncu on the tensor-core kernels and cuBLAS: Speed of Light, tensor pipes, memory
@@ -62,7 +62,7 @@ sass:
 	@$(COURSE) sass --lab $(LAB_DIR) $(ARCH_FLAG)
 
 tune:
-	@$(COURSE) tune --lab $(LAB_DIR) $(if $(SIZE),--size $(SIZE)) $(if $(BUDGET),--budget $(BUDGET))
+	@$(COURSE) tune --lab $(LAB_DIR) $(if $(SIZE),--size $(SIZE)) $(if $(BUDGET),--budget $(BUDGET)) $(if $(LADDER),--ladder $(LADDER))
 
 bounds:
 	@$(COURSE) bounds --lab $(LAB_DIR) $(if $(KERNEL),--kernel $(KERNEL)) $(if $(SIZE),--size $(SIZE)) $(if $(BK),--bk $(BK))

@@ -260,6 +260,7 @@ static_assert(ACOPY == 0 || (BM / 16) % (THREADS / 32) == 0,
               "v8: with ACOPY = 1, BM/16 must be a multiple of the warp count (a warp copies 16 rows x 8 k)");
 static_assert(FMAORDER >= 0 && FMAORDER <= 3, "v8: FMAORDER is 0 (row-major), 1 (column-major), 2 or 3 (the same, serpentine)");
 static_assert(LANEMAP == 0 || LANEMAP == 1, "v8: LANEMAP is 0 (v7's lane layout) or 1 (paired lanes)");
+static_assert(FASTLOOP == 0 || FASTLOOP == 1, "v8: FASTLOOP is 0 (one main loop) or 1 (interior tiles in a loop of their own)");
 static_assert(APAD >= 0 && APAD % 4 == 0, "v8: APAD must be a multiple of 4 floats (As rows stay 16-byte aligned for LDS.128)");
 static_assert(SWIZZLE == 0 || APAD == 0, "v8: the XOR swizzle needs unpadded rows (APAD = 0)");
 static_assert(TM * WNITER * TN + 2 * (TM + WNITER * TN) <= 224,
