@@ -1,7 +1,7 @@
 """Tuning search space for lab 7's v7 (v7_warptiling.cu) and v8 (v8_pipelined.cu).
 
     candidates(kernel="v8")          yields parameter dicts {BM, BN, BK, WM, WN, WNITER, TM, TN,
-                                     STAGES, GROUP}, all legal, about 30 of them
+                                     STAGES, GROUP}, all legal, about 50 of them
     reason_illegal(p, kernel="v8")   None if the .cu file's static_asserts accept p, else the
                                      sentence of the first one that fails (same order, same words)
     derived(p, kernel="v8")          {"THREADS": ..., "SMEM_BYTES": ...} as the .cu macros compute
@@ -218,12 +218,17 @@ _V8_SHAPES = [
     (_shape(128, 64, 64, 32, 2, 8, 4), [(16, 3)]),
     (_shape(128, 128, 32, 64, 4, 4, 4), [(16, 4)]),
 ]
-# GROUP values tried on three shapes (the others use 8): v7's block and the 8-warp 128 x 256 x 8 at 3
-# and 4 stages (4 stages with the fast loop: 103.1-103.9 % of cuBLAS in one run, against 102.8-103.5 %)
+# GROUP values tried on the leaders (the others use 8): v7's block, and the 8-warp tiles at the depths
+# that led with the fast loop. On the H200 (results/lab07-tune_*_63c9117.json) GROUP = 1, launch order,
+# was the best at every size, so the leaders get GROUP 1 and 2 besides 4 and 16.
 _V8_GROUP_SHAPES = [dict(_shape(128, 128, 64, 64, 4, 8, 4), BK=16, STAGES=3),
                     dict(_shape(128, 256, 64, 64, 4, 8, 4), BK=8, STAGES=3),
-                    dict(_shape(128, 256, 64, 64, 4, 8, 4), BK=8, STAGES=4)]
-_V8_GROUPS_EXTRA = [1, 4, 16]
+                    dict(_shape(128, 256, 64, 64, 4, 8, 4), BK=8, STAGES=4),
+                    dict(_shape(128, 256, 64, 64, 4, 8, 4), BK=8, STAGES=5),
+                    dict(_shape(128, 256, 64, 64, 4, 8, 4), BK=16, STAGES=3),
+                    dict(_shape(128, 256, 64, 64, 2, 8, 8), BK=8, STAGES=3),
+                    dict(_shape(256, 128, 64, 64, 4, 8, 4), BK=8, STAGES=3)]
+_V8_GROUPS_EXTRA = [1, 2, 4, 16]
 
 _V7_SHAPES = [
     (_shape(128, 128, 64, 64, 4, 8, 4), [(8, 1), (16, 1), (8, 2), (16, 2)]),

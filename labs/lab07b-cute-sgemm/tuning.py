@@ -74,7 +74,7 @@ def reason_illegal(params):
         (p["A_MMAJOR"] in (0, 1), "c5: A_MMAJOR is 0 (k-major sA) or 1 (m-major sA)"),
         (p["A_MMAJOR"] == 0 or (BM % 32 == 0 and BM % (4 * p["THR_M"]) == 0),
          "c5: A_MMAJOR = 1 needs BM % 32 == 0 and BM % (4 * THR_M) == 0 (whole swizzled chunks, m in groups of 4)"),
-        (0 <= p["FMA_ORDER"] <= 3, "c5: FMA_ORDER is 0 (cute::gemm), 1 (n outer), 2 (m outer) or 3 (n outer, serpentine)"),
+        (0 <= p["FMA_ORDER"] <= 2, "c5: FMA_ORDER is 0 (cute::gemm), 1 (n outer) or 2 (m outer)"),
         (d["SMEM_BYTES"] <= SMEM_LIMIT, "c5: STAGES x (BM + BN) x BK floats exceed 227 KB, the most a block may use "
                                         "(sm_86/89/120 give 99 KB; the launcher checks the device)"),
     ]

@@ -127,9 +127,6 @@
 // tile multiplies whatever the buffers hold). 2: no mma.sync (copies, barriers, ldmatrix only: the
 // fragments are XORed into one register written to C, since ptxas deletes an ldmatrix nobody reads).
 // 3: as 1, and no barrier either. 4: the copies but no wait and no barrier (a race, on purpose).
-#ifndef T4_REBASE
-#define T4_REBASE 0    // 1: each tile's sources computed from the block's base, not by advancing the last
-#endif
 #ifndef T4_PROBE
 #define T4_PROBE 0
 #endif
@@ -241,8 +238,6 @@ static_assert(COPY_THREADS % CPR_A == 0 && COPY_THREADS % CPR_B == 0, "a thread'
 struct Copier {
     const __half* a_src;   // A[bm + a_row][k0 + 8 a_c] of the next tile to issue
     const __half* b_src;   // B[k0 + b_row][bn + 8 b_c]
-    const __half* a_base;  // the same at k0 = 0 (T4_REBASE = 1)
-    const __half* b_base;
     int a_rows_left;       // M - bm - a_row: chunk it is inside iff it * A_ROW_STEP < a_rows_left
     int a_k;               // k0 + 8 a_c: inside iff < K
     int b_k;               // k0 + b_row: chunk it inside iff b_k + it * B_ROW_STEP < K
@@ -346,7 +341,6 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
     cp.b_row = tid / CPR_B; cp.b_c = tid % CPR_B;
     cp.a_src = A + (size_t)(bm + cp.a_row) * K + cp.a_c * 8;
     cp.b_src = B + (size_t)cp.b_row * N + bn + cp.b_c * 8;
-    cp.a_base = cp.a_src; cp.b_base = cp.b_src;
     cp.a_rows_left = M - bm - cp.a_row;
     cp.a_k = cp.a_c * 8;
     cp.b_k = cp.b_row;
@@ -355,15 +349,11 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
     int k_next = 0;
     auto issue = [&](int stage) {
         const unsigned sA = sA0 + stage * A_STAGE_BYTES, sB = sB0 + stage * B_STAGE_BYTES;
-        if (T4_REBASE) {   // written just before the copies read them, not just after (a WAR wait)
-            cp.a_src = cp.a_base + k_next;
-            cp.b_src = cp.b_base + (size_t)k_next * N;
-        }
         if (block_inside && k_next + BK <= K) issue_tile<false, VEC_B>(sA, sB, cp, A, B, N, K);
         else                                  issue_tile<true, VEC_B>(sA, sB, cp, A, B, N, K);
         k_next += BK;
-        if (!T4_REBASE) { cp.a_src += BK; cp.b_src += (size_t)BK * N; }
-        cp.a_k += BK; cp.b_k += BK;
+        cp.a_src += BK; cp.a_k += BK;
+        cp.b_src += (size_t)BK * N; cp.b_k += BK;
     };
 
     unsigned sink = 0;       // T4_PROBE = 2: what the fragments feed instead of mma.sync (written to C)

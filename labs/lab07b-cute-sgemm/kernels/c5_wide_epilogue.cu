@@ -66,11 +66,7 @@
 #define A_MMAJOR 0  // 0: sA k-major (the worklog's); 1: sA m-major, transposed by 4-byte copies (lab 7's v8)
 #endif
 #ifndef FMA_ORDER
-#define FMA_ORDER 0 // order of a k-block's FFMA: 0 cute::gemm's, 1 n outer, 2 m outer (v7), 3 n outer serpentine (v8); tuning only
-#endif
-
-#ifndef C5_EVEN
-#define C5_EVEN 1   // shapes that divide the tile: 1 a path without predicates, 2 + a loop of copying tiles
+#define FMA_ORDER 0 // order of a k-block's FFMA: 0 cute::gemm's, 1 n outer (v8), 2 m outer (v7); tuning only
 #endif
 
 #define THREADS (THR_M * THR_N)                                        // threads per block
@@ -100,7 +96,7 @@ static_assert(MIN_BLOCKS >= 1 && MIN_BLOCKS * THREADS <= 2048, "c5: MIN_BLOCKS r
 static_assert(A_MMAJOR == 0 || A_MMAJOR == 1, "c5: A_MMAJOR is 0 (k-major sA) or 1 (m-major sA)");
 static_assert(A_MMAJOR == 0 || (BM % 32 == 0 && BM % (4 * THR_M) == 0),
               "c5: A_MMAJOR = 1 needs BM % 32 == 0 and BM % (4 * THR_M) == 0 (whole swizzled chunks, m in groups of 4)");
-static_assert(FMA_ORDER >= 0 && FMA_ORDER <= 3, "c5: FMA_ORDER is 0 (cute::gemm), 1 (n outer), 2 (m outer) or 3 (n outer, serpentine)");
+static_assert(FMA_ORDER >= 0 && FMA_ORDER <= 2, "c5: FMA_ORDER is 0 (cute::gemm), 1 (n outer) or 2 (m outer)");
 static_assert(SMEM_BYTES <= 227 * 1024, "c5: STAGES x (BM + BN) x BK floats exceed 227 KB, the most a block may use "
                                         "(sm_86/89/120 give 99 KB; the launcher checks the device)");
 
@@ -172,9 +168,7 @@ using TiledMma = decltype(make_tiled_mma(UniversalFMA<float, float, float>{},
     Layout<Shape<Int<THR_M>, Int<THR_N>, _1>, Stride<Int<THR_N>, _1, _0>>{},
     Tile<cute::conditional_t<A_MMAJOR == 1, PermM, TileM>, PermN, TileK>{}));
 
-// EVEN: the shape divides the tile (M % BM == N % BN == K % BK == 0), so no copy needs a predicate
-// and the main loop is one basic block; the vec entry point takes this path when the shape allows.
-template <bool VEC, bool EVEN>
+template <bool VEC>
 __device__ __forceinline__ void body(int M, int N, int K, float alpha, const float* A, const float* B,
                                      float beta, float* C)
 {
@@ -208,7 +202,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     Tensor tAcA = thr_a.partition_S(make_identity_tensor(make_shape(TileM{}, TileK{})));   // (CPY, CPY_M, CPY_K)
     Tensor tBcB = thr_b.partition_S(make_identity_tensor(make_shape(TileN{}, TileK{})));   // (CPY, CPY_N, CPY_K)
     const int m_left = M - bm * BM, n_left = N - bn * BN;
-    const bool inside = EVEN || (m_left >= BM && n_left >= BN);
+    const bool inside = m_left >= BM && n_left >= BN;
     const int k_tiles = (K + BK - 1) / BK;
 
     // Tile t into buffer s. A block wholly inside the matrices copies unpredicated; at an edge each
@@ -216,7 +210,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     // false predicate zero-fills (cp.async with src-size 0), so the MMA multiplies zeros there.
     auto load_tile = [&](int t, int s) {
         const int k_left = K - t * BK;
-        if (EVEN || (inside && k_left >= BK)) {
+        if (inside && k_left >= BK) {
             copy(copy_a, tAgA(_, _, _, t), tAsA(_, _, _, s));
             copy(copy_b, tBgB(_, _, _, t), tBsB(_, _, _, s));
         } else {
@@ -257,7 +251,9 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     // Main loop. Tile t+STAGES-1 is copied into the buffer tile t-1 left; then per k-block: load the
     // next k-block into the other register set, and multiply this one (gemm: the outer product of
     // the thread's 8 A and 8 B values, 64 FFMA). One barrier per tile.
-    auto compute_tile = [&]() {
+    for (int t = 0; t < k_tiles; ++t) {
+        if (t + STAGES - 1 < k_tiles) load_tile(t + STAGES - 1, write);
+        cp_async_fence();
         CUTE_UNROLL
         for (int k = 0; k < BK; ++k) {
             if (k == BK - 1) {   // tile t+1 has landed for everyone, and everyone holds tile t's last
@@ -272,20 +268,6 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
             copy(tCsB(_, _, kn, read), tCrB(_, _, (k + 1) & 1));
             cute_sgemm::outer_product<FMA_ORDER>(mma, tCrA(_, _, k & 1), tCrB(_, _, k & 1), tCrC);
         }
-    };
-    int t = 0;
-    if constexpr (EVEN && C5_EVEN == 2) {
-        // Every tile but the last STAGES-1 copies one: a loop of its own, with no branch in its body.
-        for (; t + STAGES - 1 < k_tiles; ++t) {
-            load_tile(t + STAGES - 1, write);
-            cp_async_fence();
-            compute_tile();
-        }
-    }
-    for (; t < k_tiles; ++t) {
-        if (t + STAGES - 1 < k_tiles) load_tile(t + STAGES - 1, write);
-        cp_async_fence();
-        compute_tile();
     }
 
     if (VEC && inside) {
@@ -301,14 +283,11 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c5_vec(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
 {
-    if (C5_EVEN && M % BM == 0 && N % BN == 0 && K % BK == 0)
-        c5::body<true, true>(M, N, K, alpha, A, B, beta, C);
-    else
-        c5::body<true, false>(M, N, K, alpha, A, B, beta, C);
+    c5::body<true>(M, N, K, alpha, A, B, beta, C);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c5_scalar(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
 {
-    c5::body<false, false>(M, N, K, alpha, A, B, beta, C);
+    c5::body<false>(M, N, K, alpha, A, B, beta, C);
 }

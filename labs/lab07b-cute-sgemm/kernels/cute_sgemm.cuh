@@ -7,8 +7,7 @@
 //                                             for a block wholly inside C
 //   cute_sgemm::outer_product<ORDER>(a, b, c) c(m, n) += a(m) b(n) in a chosen order: 0 is cute::gemm's
 //                                             (a "kinked serpentine": pairs of rows, the columns back and
-//                                             forth), 1 columns outer, 2 rows outer (v7), 3 columns
-//                                             outer with the rows down and back up (lab 7's v8 default)
+//                                             forth), 1 columns outer (lab 7's v8), 2 rows outer (v7)
 //
 // Row-major everywhere. The course's matrices are A (M x K), B (K x N), C (M x N), row-major. The
 // worklog's kernel is column-major "nn"; a row-major matrix is the column-major view of its transpose,
@@ -97,19 +96,11 @@ __device__ __forceinline__ void outer_product(TMma const& mma, TA const& a, TB c
         for (int n = 0; n < size<1>(b); ++n)
             CUTE_UNROLL
             for (int m = 0; m < size<1>(a); ++m) c(0, m, n) = fmaf(a(0, m), b(0, n), c(0, m, n));
-    } else if constexpr (ORDER == 2) {
+    } else {
         CUTE_UNROLL
         for (int m = 0; m < size<1>(a); ++m)
             CUTE_UNROLL
             for (int n = 0; n < size<1>(b); ++n) c(0, m, n) = fmaf(a(0, m), b(0, n), c(0, m, n));
-    } else {            // serpentine: columns n and n + 1 meet at the same A value
-        CUTE_UNROLL
-        for (int n = 0; n < size<1>(b); ++n)
-            CUTE_UNROLL
-            for (int mm = 0; mm < size<1>(a); ++mm) {
-                const int m = (n % 2) ? size<1>(a) - 1 - mm : mm;
-                c(0, m, n) = fmaf(a(0, m), b(0, n), c(0, m, n));
-            }
     }
 }
 
