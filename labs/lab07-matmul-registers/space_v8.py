@@ -10,7 +10,8 @@
 
 v7 has no cp.async pipeline and no rasterization: its STAGES is 1 (V7_PREFETCH=0) or 2
 (V7_PREFETCH=1, register-staged double buffer) and its GROUP is always 1. v8's feature switches
-SWIZZLE, APAD, REGDB, LANEMAP, ACOPY, FMAORDER, FASTLOOP may be given too (file defaults 1, 0, 1, 0, 0, 2, 1).
+SWIZZLE, APAD, REGDB, LANEMAP, ACOPY, FMAORDER, FASTLOOP, MAXREG may be given too (file defaults 1, 0, 1, 0, 0,
+2, 1, 0).
 
 The space is small on purpose (the GPU time is scarce): four block shapes that keep a lane's
 8 x 16 accumulator tile of v7 (128 FP32 accumulators, 6 LDS.128 per 128 FFMA), three with a
@@ -19,12 +20,12 @@ still lets the intended number of blocks share an SM (228 KB per SM on the H200)
 """
 
 PARAMS = ("BM", "BN", "BK", "WM", "WN", "WNITER", "TM", "TN", "STAGES", "GROUP")
-SWITCHES = ("SWIZZLE", "APAD", "REGDB", "LANEMAP", "ACOPY", "FMAORDER", "FASTLOOP")
+SWITCHES = ("SWIZZLE", "APAD", "REGDB", "LANEMAP", "ACOPY", "FMAORDER", "FASTLOOP", "MAXREG")
 
 DEFAULTS = {
     "v7": dict(BM=128, BN=128, BK=16, WM=64, WN=64, WNITER=4, TM=8, TN=4, STAGES=1, GROUP=1),
     "v8": dict(BM=128, BN=256, BK=8, WM=64, WN=64, WNITER=4, TM=8, TN=4, STAGES=3, GROUP=8,
-               SWIZZLE=1, APAD=0, REGDB=1, LANEMAP=0, ACOPY=0, FMAORDER=2, FASTLOOP=1),
+               SWIZZLE=1, APAD=0, REGDB=1, LANEMAP=0, ACOPY=0, FMAORDER=2, FASTLOOP=1, MAXREG=0),
 }
 
 SMEM_PER_SM = 228 * 1024          # H200 (sm_90): shared memory per SM, bytes
@@ -107,7 +108,7 @@ def _reason_v7(q):
 
 def _reason_v8(q):
     BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, GROUP = (q[k] for k in PARAMS)
-    SWIZZLE, APAD, REGDB, LANEMAP, ACOPY, FMAORDER, FASTLOOP = (q[k] for k in SWITCHES)
+    SWIZZLE, APAD, REGDB, LANEMAP, ACOPY, FMAORDER, FASTLOOP, MAXREG = (q[k] for k in SWITCHES)
     d = derived(q, "v8")
     threads, smem = d["THREADS"], d["SMEM_BYTES"]
     wsubn = _div(WN, WNITER)
@@ -173,6 +174,8 @@ def _reason_v8(q):
         return "v8: LANEMAP is 0 (v7's lane layout) or 1 (paired lanes)"
     if FASTLOOP not in (0, 1):
         return "v8: FASTLOOP is 0 (one main loop) or 1 (interior tiles in a loop of their own)"
+    if not (MAXREG == 0 or 128 <= MAXREG <= 255):
+        return "v8: MAXREG is 0 (no cap) or a register cap of 128..255"
     if not (APAD >= 0 and APAD % 4 == 0):
         return "v8: APAD must be a multiple of 4 floats (As rows stay 16-byte aligned for LDS.128)"
     if SWIZZLE and APAD:
@@ -295,6 +298,8 @@ def name(p, kernel="v8"):
         s += f"_sw{q['SWIZZLE']}p{q['APAD']}r{q['REGDB']}l{q['LANEMAP']}a{q['ACOPY']}f{q['FMAORDER']}"
         if q["FASTLOOP"] != DEFAULTS["v8"]["FASTLOOP"]:
             s += f"x{q['FASTLOOP']}"
+        if q["MAXREG"]:
+            s += f"m{q['MAXREG']}"
     return s
 
 

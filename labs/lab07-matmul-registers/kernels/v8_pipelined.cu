@@ -202,6 +202,9 @@
 #ifndef LANEMAP
 #define LANEMAP 0   // 1: lane pairs share B columns and A rows (LDS.128 phases merge); 0: v7's lanes
 #endif
+#ifndef MAXREG
+#define MAXREG 0    // > 0: __maxnreg__(MAXREG) instead of __launch_bounds__: ptxas allocates under a cap
+#endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)                                   // threads per block
 #define SMEM_BYTES (STAGES * (BK * (BM + APAD) + BK * BN) * sizeof(float))     // dynamic, bytes
@@ -261,6 +264,7 @@ static_assert(ACOPY == 0 || (BM / 16) % (THREADS / 32) == 0,
 static_assert(FMAORDER >= 0 && FMAORDER <= 3, "v8: FMAORDER is 0 (row-major), 1 (column-major), 2 or 3 (the same, serpentine)");
 static_assert(LANEMAP == 0 || LANEMAP == 1, "v8: LANEMAP is 0 (v7's lane layout) or 1 (paired lanes)");
 static_assert(FASTLOOP == 0 || FASTLOOP == 1, "v8: FASTLOOP is 0 (one main loop) or 1 (interior tiles in a loop of their own)");
+static_assert(MAXREG == 0 || (MAXREG >= 128 && MAXREG <= 255), "v8: MAXREG is 0 (no cap) or a register cap of 128..255");
 static_assert(APAD >= 0 && APAD % 4 == 0, "v8: APAD must be a multiple of 4 floats (As rows stay 16-byte aligned for LDS.128)");
 static_assert(SWIZZLE == 0 || APAD == 0, "v8: the XOR swizzle needs unpadded rows (APAD = 0)");
 static_assert(TM * WNITER * TN + 2 * (TM + WNITER * TN) <= 224,
@@ -640,14 +644,21 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
 }
 
 #ifndef V8_BODY_ONLY       // a file that includes this one for the body (splitk_v8.cu) skips the entries
-extern "C" __global__ void __launch_bounds__(THREADS)
+// MAXREG > 0 caps the registers per thread (the two qualifiers cannot be combined). Below the count
+// ptxas picks on its own, the cap changes how it allocates and schedules, not only how many it uses.
+#if MAXREG > 0
+#define V8_BOUNDS __maxnreg__(MAXREG)
+#else
+#define V8_BOUNDS __launch_bounds__(THREADS)
+#endif
+extern "C" __global__ void V8_BOUNDS
 sgemm_v8_vec(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
              float beta, float* __restrict__ C)
 {
     sgemm_v8_body<true>(M, N, K, K, alpha, A, B, beta, C);
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void V8_BOUNDS
 sgemm_v8_scalar(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
                 float beta, float* __restrict__ C)
 {
