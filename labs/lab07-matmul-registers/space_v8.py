@@ -1,7 +1,7 @@
 """Tuning search space for lab 7's v7 (v7_warptiling.cu) and v8 (v8_pipelined.cu).
 
     candidates(kernel="v8")          yields parameter dicts {BM, BN, BK, WM, WN, WNITER, TM, TN,
-                                     STAGES, GROUP}, all legal, about 50 of them
+                                     STAGES, GROUP} (and MAXREG on a few), all legal, about 60
     reason_illegal(p, kernel="v8")   None if the .cu file's static_asserts accept p, else the
                                      sentence of the first one that fails (same order, same words)
     derived(p, kernel="v8")          {"THREADS": ..., "SMEM_BYTES": ...} as the .cu macros compute
@@ -232,6 +232,11 @@ _V8_GROUP_SHAPES = [dict(_shape(128, 128, 64, 64, 4, 8, 4), BK=16, STAGES=3),
                     dict(_shape(128, 256, 64, 64, 2, 8, 8), BK=8, STAGES=3),
                     dict(_shape(256, 128, 64, 64, 4, 8, 4), BK=8, STAGES=3)]
 _V8_GROUPS_EXTRA = [1, 2, 4, 16]
+# Register caps (MAXREG, __maxnreg__) on the two leading depths at GROUP 8 and 1: ptxas's own choice is
+# 240 registers for the default; under a cap of 224 it allocates and schedules otherwise, and on the
+# H200 that ran 104.4-104.8 % of cuBLAS against 102.7-103.1 % (results/lab07-v8-maxreg_*.json).
+_V8_MAXREG_SHAPES = [dict(_shape(128, 256, 64, 64, 4, 8, 4), BK=8, STAGES=s, GROUP=g) for s in (3, 4) for g in (8, 1)]
+_V8_MAXREGS = [224, 232]
 
 _V7_SHAPES = [
     (_shape(128, 128, 64, 64, 4, 8, 4), [(8, 1), (16, 1), (8, 2), (16, 2)]),
@@ -264,6 +269,11 @@ def candidates(kernel="v8"):
         for shape in _V8_GROUP_SHAPES:
             for g in _V8_GROUPS_EXTRA:
                 p = dict(shape, GROUP=g)
+                if emit(p):
+                    yield p
+        for shape in _V8_MAXREG_SHAPES:
+            for r in _V8_MAXREGS:
+                p = dict(shape, MAXREG=r)
                 if emit(p):
                     yield p
 
