@@ -202,9 +202,6 @@
 #ifndef LANEMAP
 #define LANEMAP 0   // 1: lane pairs share B columns and A rows (LDS.128 phases merge); 0: v7's lanes
 #endif
-#ifndef FASTUNROLL
-#define FASTUNROLL 0 // 1: the fast loop unrolled by STAGES, so that its buffer indices are constants
-#endif
 #ifndef MAXREG
 #define MAXREG 0    // > 0: __maxnreg__(MAXREG) instead of __launch_bounds__: ptxas allocates under a cap
 #endif
@@ -267,7 +264,6 @@ static_assert(ACOPY == 0 || (BM / 16) % (THREADS / 32) == 0,
 static_assert(FMAORDER >= 0 && FMAORDER <= 3, "v8: FMAORDER is 0 (row-major), 1 (column-major), 2 or 3 (the same, serpentine)");
 static_assert(LANEMAP == 0 || LANEMAP == 1, "v8: LANEMAP is 0 (v7's lane layout) or 1 (paired lanes)");
 static_assert(FASTLOOP == 0 || FASTLOOP == 1, "v8: FASTLOOP is 0 (one main loop) or 1 (interior tiles in a loop of their own)");
-static_assert(FASTUNROLL == 0 || FASTUNROLL == 1, "v8: FASTUNROLL is 0 or 1 (the fast loop unrolled by STAGES)");
 static_assert(MAXREG == 0 || (MAXREG >= 128 && MAXREG <= 255), "v8: MAXREG is 0 (no cap) or a register cap of 128..255");
 static_assert(APAD >= 0 && APAD % 4 == 0, "v8: APAD must be a multiple of 4 floats (As rows stay 16-byte aligned for LDS.128)");
 static_assert(SWIZZLE == 0 || APAD == 0, "v8: the XOR swizzle needs unpadded rows (APAD = 0)");
@@ -609,17 +605,6 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
         // FASTLOOP = 1: the tiles whose copy target (tile t + STAGES - 1) is whole and inside, in a
         // loop of their own; the last STAGES - 1 tiles and edge blocks take the checked loop below.
         const int fastEnd = blockInside ? max(K / BK - (STAGES - 1), 0) : 0;
-        if constexpr (FASTUNROLL) {
-            // STAGES tiles per iteration from t % STAGES == 0, where the buffers are known: every
-            // stage index and buffer address below is a constant, not a uniform-register update
-#pragma unroll 1
-            for (; t + STAGES <= fastEnd; t += STAGES) {
-                readStage = 0; writeStage = STAGES - 1;   // what they are at every t % STAGES == 0
-                aRead = As; bRead = Bs;
-#pragma unroll
-                for (int u = 0; u < STAGES; ++u) tile(t + u, std::true_type{});
-            }
-        }
 #pragma unroll 1
         for (; t < fastEnd; ++t) tile(t, std::true_type{});
     }
