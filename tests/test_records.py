@@ -121,3 +121,50 @@ def test_a_tune_at_one_size_keeps_the_other_size_classes_it_did_not_time():
     assert merged["fp16"]["large"]["params"] == {"BK": 64}
     assert merge_tuned({}, new) == new
     assert recorded["best"]["fp32"]["large"]["params"] == {}      # the record read is not changed
+
+
+def test_a_size_class_timed_at_two_sizes_keeps_the_first_sizes_winner(tmp_path, monkeypatch):
+    """Lab 7 tunes at 2048^3, 4096^3 and 8192^3; 4096 and 8192 are both "large". The record keeps
+    4096^3's winner (the first size timed in the class), not whichever size came last."""
+    from types import SimpleNamespace
+    from common import targets
+
+    class FakeMeasurer:
+        def __init__(self, lab, facts):
+            pass
+
+        def rows(self, ladder, kept, n, **kw):
+            best = {4096: "k[A1]", 8192: "k[A2]"}.get(n, "k[A1]")
+            return ([{"kernel": targets.BASELINE, "tflops": 1.0, "pct_of_cublas": 100.0, "check_ok": True,
+                      "spread_pct": 0.0, "check": "PASS"}] +
+                    [{"kernel": k.name, "tflops": 2.0 if k.name == best else 1.5, "pct_of_cublas": 150.0,
+                      "check_ok": True, "spread_pct": 0.0, "check": "PASS"} for k in kept])
+
+    class K:
+        def __init__(self, name, defines):
+            self.name, self.base_name, self.defines = name, "k", defines
+
+    kept = [K("k[A1]", {"A": 1}), K("k[A2]", {"A": 2})]
+    lab = SimpleNamespace(name="labX", short="labx", dir=tmp_path, results_dir=tmp_path,
+                          option=lambda name, default=None: {"fp32": targets.Tuning("k", [{}], sizes=(4096, 8192))},
+                          ladder_precision=lambda ladder: SimpleNamespace(cublas_mode="cuBLAS"))
+    monkeypatch.setattr(targets, "needs_gpu", lambda *a: {"arch": "sm_90", "name": "Test GPU"})
+    monkeypatch.setattr(targets, "Measurer", FakeMeasurer)
+    monkeypatch.setattr(targets, "tune_candidates", lambda *a, **kw: (kept, []))
+    monkeypatch.setattr(targets, "ladder_info", lambda *a: {})
+    targets.tune(lab, SimpleNamespace(size=None, budget=None, ladder=None))
+    import json
+    record = json.loads(targets.tuned_path(lab, {"name": "Test GPU"}).read_text())
+    assert record["best"]["fp32"]["large"]["params"] == {"A": 1}
+    assert record["best"]["fp32"]["large"]["size"] == 4096
+
+
+def test_tune_names_the_ladders_it_can_tune(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+    from common import targets
+    from common.errors import CourseError
+    lab = SimpleNamespace(name="labX", option=lambda name, default=None: {"fp32": targets.Tuning("k", [{}])})
+    monkeypatch.setattr(targets, "needs_gpu", lambda *a: {"arch": "sm_90", "name": "Test GPU"})
+    with pytest.raises(CourseError) as e:
+        targets.tune(lab, SimpleNamespace(size=None, budget=None, ladder="fp16"))
+    assert "fp16" in e.value.message and "fp32" in e.value.hint

@@ -181,3 +181,34 @@ def test_v8_fast_loop_is_one_basic_block_with_its_copies(sass):
     assert sum(o.startswith("LDGSTS") for o in fast) == 6 and sum(o == "BRA" for o in fast) == 1
     assert sum(o == "BRA" for o in checked) > 1
     assert len(k_loops(one)) == 1
+
+
+@pytest.mark.parametrize("sass", ["sm_90"], indirect=True)
+def test_v8_fast_loop_computes_no_shared_load_address(sass):
+    """A's read offsets are kept in bytes (one per k % 8, the XOR's eight), so each LDS.128 of A in the
+    fast loop addresses [offset + stage base + immediate] itself. What the loop still computes as an LDS
+    address is B's row base, once per tile (before, also a LEA for A at every step: 7 such registers
+    and 1130 instructions a tile, against 2 and 1119). MAXREG=224 builds with __maxnreg__ instead of
+    __launch_bounds__, under that cap."""
+    import re
+    from common.sass import disassemble, kernel_listing
+    from common.sass_loops import loops
+
+    base = LAB.bind(LAB.kernel("v8"))
+    capped = base.with_params(MAXREG=224)
+    res = LAB.build([base, capped], ["sm_90"])
+    assert max(r["registers"] for r in res[(capped.name, "sm_90")].values()) <= 224
+    listing = kernel_listing(disassemble(base.cubin(LAB.build_dir_of(base), "sm_90")), "sgemm_v8_vec")
+    start, end = loops(listing)[0]
+    assert start < end
+    body = [l.split("*/", 1)[1].strip().rstrip(" ;") for l in listing
+            if start <= int(l.split("*/")[0].strip("/* "), 16) <= end]
+    assert sum(t.split()[0] == "FFMA" for t in body if t) == 1024       # the fast loop: one tile
+    written = set()
+    for t in body:
+        m = re.match(r"^(?:@!?P\w+\s+)?(\w+)(?:\.\S+)?\s+(R\d+)", t)
+        if m and not m.group(1).startswith(("LDS", "ST", "LDGSTS", "BAR", "BRA")):
+            written.add(m.group(2))
+    lds_addr = [re.search(r"\[(R\d+)", t).group(1) for t in body if t.startswith("LDS") and "[R" in t]
+    computed = set(lds_addr) & written
+    assert lds_addr and len(computed) <= 2, sorted(computed)
