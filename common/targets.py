@@ -374,7 +374,8 @@ class Tuning:
                 returning them
     illegal     params -> None, or why the configuration breaks the kernel's static_asserts: checked
                 before anything is compiled (the kernel file's asserts, written once more in Python)
-    sizes       the squares it is timed at; the best per size class is recorded"""
+    sizes       the squares it is timed at; the best per size class is recorded (of a class timed at
+                two sizes, the first size's best)"""
     kernel: str
     candidates: object
     illegal: Optional[Callable] = None

@@ -232,9 +232,10 @@ _V8_GROUP_SHAPES = [dict(_shape(128, 128, 64, 64, 4, 8, 4), BK=16, STAGES=3),
                     dict(_shape(128, 256, 64, 64, 2, 8, 8), BK=8, STAGES=3),
                     dict(_shape(256, 128, 64, 64, 4, 8, 4), BK=8, STAGES=3)]
 _V8_GROUPS_EXTRA = [1, 2, 4, 16]
-# Register caps (MAXREG, __maxnreg__) on the two leading depths at GROUP 8 and 1: ptxas's own choice is
-# 240 registers for the default; under a cap of 224 it allocates and schedules otherwise, and on the
-# H200 that ran 104.4-104.8 % of cuBLAS against 102.7-103.1 % (results/lab07-v8-maxreg_*.json).
+# Register caps (MAXREG, __maxnreg__) on the two leading depths at GROUP 8 and 1: under a cap below its
+# own choice ptxas allocates and schedules the same source otherwise. On the H200 which cap wins moved
+# with the source: 224 before v8's byte offsets (104.8 % of cuBLAS at 4096^3 against 103.1 %,
+# results/lab07-v8-maxreg_*.json), 232 with 4 stages after them (106.0 %, lab07-tune_*_24783b3.json).
 _V8_MAXREG_SHAPES = [dict(_shape(128, 256, 64, 64, 4, 8, 4), BK=8, STAGES=s, GROUP=g) for s in (3, 4) for g in (8, 1)]
 _V8_MAXREGS = [224, 232]
 
