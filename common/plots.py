@@ -17,8 +17,10 @@ def ladder_chart(series, sizes, path, title, ylabel="TFLOP/s", baseline=None, ce
     width = 0.8 / len(names)
     for i, name in enumerate(names):
         xs = [s + (i - (len(names) - 1) / 2) * width for s in range(len(sizes))]
-        vals = [v if v is not None else 0 for v in series[name]]
-        bars = ax.bar(xs, vals, width * 0.95, label=name, hatch="//" if name == baseline else None,
+        # a size the row was not timed at (a tuned row has no 1024^3 record) gets no bar, not a 0
+        timed = [(x, v) for x, v in zip(xs, series[name]) if v is not None]
+        bars = ax.bar([x for x, _ in timed], [v for _, v in timed], width * 0.95, label=name,
+                      hatch="//" if name == baseline else None,
                       color="0.7" if name == baseline else None, edgecolor="0.3" if name == baseline else None)
         ax.bar_label(bars, fmt="%.0f", fontsize=7, padding=1)
     if ceiling:

@@ -60,6 +60,28 @@ def test_series_is_what_the_ladder_chart_draws():
     assert series["t3"] == [140.0, 280.0]
 
 
+def test_a_size_a_row_was_not_timed_at_gets_no_bar(tmp_path):
+    """A tuned row has no 1024^3 record: the chart leaves its bar out instead of drawing a 0."""
+    from common import plots
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    drawn = []
+    real = plt.Axes.bar
+
+    def bar(self, x, height, *a, **kw):
+        drawn.append((kw.get("label"), list(height)))
+        return real(self, x, height, *a, **kw)
+    plt.Axes.bar = bar
+    try:
+        plots.ladder_chart({"cuBLAS": [30.0, 50.0], "v8 (tuned)": [None, 53.0]}, [1024, 4096],
+                           tmp_path / "c.png", "t", baseline="cuBLAS")
+    finally:
+        plt.Axes.bar = real
+    assert dict(drawn) == {"cuBLAS": [30.0, 50.0], "v8 (tuned)": [53.0]}
+    assert (tmp_path / "c.png").stat().st_size > 0
+
+
 def test_the_chapters_comparisons():
     rows = {r["comparison"]: r for r in records.comparisons(synthetic_record(), ratios=[("fp16", "fp32")])}
     assert rows["best FP32 kernel (v7) / cuBLAS SGEMM"]["ratio"] == pytest.approx(0.8)
