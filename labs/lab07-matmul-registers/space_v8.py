@@ -279,28 +279,6 @@ def candidates(kernel="v8"):
                     yield p
 
 
-def variants(p):
-    """The implementation variants of one v8 tile configuration that the round-3 sweep tries:
-    LANEMAP, ACOPY and FMAORDER in all 16 combinations (same tiles, same arithmetic), legal ones."""
-    for lm in (0, 1):
-        for ac in (0, 1):
-            for fo in (0, 1, 2, 3):
-                q = dict(p, LANEMAP=lm, ACOPY=ac, FMAORDER=fo)
-                if reason_illegal(q) is None:
-                    yield q
-
-
-VARIANT_TILES = [
-    dict(_shape(128, 256, 64, 64, 4, 8, 4), BK=16, STAGES=3, GROUP=8),
-    dict(_shape(128, 256, 64, 64, 4, 8, 4), BK=16, STAGES=4, GROUP=8),
-    dict(_shape(128, 256, 64, 64, 4, 8, 4), BK=8, STAGES=3, GROUP=8),
-    dict(_shape(128, 256, 64, 64, 4, 8, 4), BK=32, STAGES=3, GROUP=8),
-    dict(_shape(256, 128, 64, 64, 4, 8, 4), BK=16, STAGES=3, GROUP=8),
-    dict(_shape(128, 128, 128, 32, 2, 16, 4), BK=16, STAGES=3, GROUP=8),
-    dict(_shape(128, 128, 64, 64, 4, 8, 4), BK=16, STAGES=3, GROUP=8),
-]
-
-
 def name(p, kernel="v8"):
     q = _full(p, kernel)
     s = (f"{kernel}_{q['BM']}x{q['BN']}x{q['BK']}_w{q['WM']}x{q['WN']}i{q['WNITER']}"

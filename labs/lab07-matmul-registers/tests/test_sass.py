@@ -156,31 +156,38 @@ def test_v8_bounds_builds_leave_out_what_they_say(sass):
     assert ops[3].get("BAR.SYNC.DEFER_BLOCKING", 0) < v8.get("BAR.SYNC.DEFER_BLOCKING", 0), ops[3]
 
 
+def v8_loop_bodies(k, entry="sgemm_v8_vec"):
+    """The instruction texts ('FFMA R1, R2, R3, R1', predicates kept) of each loop of a v8 build's sm_90
+    SASS with a whole tile's FFMA in it, in address order: the fast loop first when there is one."""
+    from common.sass import disassemble, kernel_listing
+    from common.sass_loops import loops
+    listing = kernel_listing(disassemble(k.cubin(LAB.build_dir_of(k), "sm_90")), entry)
+    out = []
+    for start, end in loops(listing):
+        body = [l.split("*/", 1)[1].strip().rstrip(" ;") for l in listing
+                if start <= int(l.split("*/")[0].strip("/* "), 16) <= end]
+        if sum(opcode(t) == "FFMA" for t in body) >= 1024:
+            out.append([t for t in body if t])
+    return out
+
+
+def opcode(text):
+    """'@!P5 BRA 0x1a40' -> 'BRA', 'LDGSTS.E [R1], ...' -> 'LDGSTS.E'."""
+    parts = text.split()
+    return (parts[1] if parts and parts[0].startswith("@") else parts[0]) if parts else ""
+
+
 @pytest.mark.parametrize("sass", ["sm_90"], indirect=True)
 def test_v8_fast_loop_is_one_basic_block_with_its_copies(sass):
     """FASTLOOP = 1 (v8's default): the interior tiles' loop has its 6 copies among its 1024 FFMA and no
     branch but its back edge; the checked loop after it still has the branches. FASTLOOP = 0 has one loop."""
-    from common.sass import disassemble, kernel_listing
-    from common.sass_loops import loops
-
-    def k_loops(k):
-        listing = kernel_listing(disassemble(k.cubin(LAB.build_dir_of(k), "sm_90")), "sgemm_v8_vec")
-        out = []
-        for start, end in loops(listing):
-            body = [l for l in listing if start <= int(l.split("*/")[0].strip("/* "), 16) <= end]
-            ops = [l.split("*/", 1)[1].split() for l in body]
-            ops = [o[1] if o[0].startswith("@") else o[0] for o in ops if o]
-            if sum(o == "FFMA" for o in ops) >= 1024:
-                out.append(ops)
-        return out
-
     base = LAB.bind(LAB.kernel("v8"))
     one = base.with_params(FASTLOOP=0)
     LAB.build([base, one], ["sm_90"])
-    fast, checked = k_loops(base)
+    fast, checked = ([opcode(t) for t in body] for body in v8_loop_bodies(base))
     assert sum(o.startswith("LDGSTS") for o in fast) == 6 and sum(o == "BRA" for o in fast) == 1
     assert sum(o == "BRA" for o in checked) > 1
-    assert len(k_loops(one)) == 1
+    assert len(v8_loop_bodies(one)) == 1
 
 
 @pytest.mark.parametrize("sass", ["sm_90"], indirect=True)
@@ -191,24 +198,17 @@ def test_v8_fast_loop_computes_no_shared_load_address(sass):
     and 1130 instructions a tile, against 2 and 1119). MAXREG=224 builds with __maxnreg__ instead of
     __launch_bounds__, under that cap."""
     import re
-    from common.sass import disassemble, kernel_listing
-    from common.sass_loops import loops
-
     base = LAB.bind(LAB.kernel("v8"))
     capped = base.with_params(MAXREG=224)
     res = LAB.build([base, capped], ["sm_90"])
     assert max(r["registers"] for r in res[(capped.name, "sm_90")].values()) <= 224
-    listing = kernel_listing(disassemble(base.cubin(LAB.build_dir_of(base), "sm_90")), "sgemm_v8_vec")
-    start, end = loops(listing)[0]
-    assert start < end
-    body = [l.split("*/", 1)[1].strip().rstrip(" ;") for l in listing
-            if start <= int(l.split("*/")[0].strip("/* "), 16) <= end]
-    assert sum(t.split()[0] == "FFMA" for t in body if t) == 1024       # the fast loop: one tile
+    fast = v8_loop_bodies(base)[0]
+    assert sum(opcode(t) == "FFMA" for t in fast) == 1024              # the fast loop: one tile
     written = set()
-    for t in body:
+    for t in fast:
         m = re.match(r"^(?:@!?P\w+\s+)?(\w+)(?:\.\S+)?\s+(R\d+)", t)
         if m and not m.group(1).startswith(("LDS", "ST", "LDGSTS", "BAR", "BRA")):
             written.add(m.group(2))
-    lds_addr = [re.search(r"\[(R\d+)", t).group(1) for t in body if t.startswith("LDS") and "[R" in t]
+    lds_addr = [re.search(r"\[(R\d+)", t).group(1) for t in fast if t.startswith("LDS") and "[R" in t]
     computed = set(lds_addr) & written
     assert lds_addr and len(computed) <= 2, sorted(computed)
