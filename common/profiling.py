@@ -2,7 +2,8 @@
 
     make ncu-table            the lab's FFMA kernels (precision fp32) and cuBLAS SGEMM at 2048^3: time,
                               throughput, occupancy, shared loads per FFMA against the chapter's model,
-                              shared wavefronts and bank conflicts, the top stall reasons
+                              shared wavefronts and bank conflicts, the top stall reasons; after a
+                              kernel, NAME:tuned, the build `make tune` recorded for this GPU, if any
     make ncu-tensor           its tensor-core kernels and cuBLAS of the same precision: Speed of Light,
                               tensor pipes, memory, occupancy
     make ncu KERNEL=v7        the full ncu report of one kernel, for the Nsight Compute GUI, and where
@@ -86,6 +87,32 @@ def ncu_table_names(lab):
     return names
 
 
+def _kernel_named(lab, name, n=PROFILE_SIZE):
+    """A row of the table by name. NAME:tuned is the build `make tune` recorded for this GPU and n^3's
+    size class (common.targets.tuned_named: a CourseError if there is none)."""
+    from .targets import TUNED, tuned_named
+    if name.endswith(TUNED):
+        from .device import gpu_facts
+        return tuned_named(lab, name, gpu_facts(), n)
+    return lab.kernel(name)
+
+
+def tuned_names(lab, names, n):
+    """NAME:tuned after each NAME of `names` for which `make tune` recorded a build for this GPU at n^3."""
+    from .targets import TUNED, tuned_named
+    from .device import gpu_facts
+    facts, out = gpu_facts(), []
+    for name in names:
+        out.append(name)
+        if not cublas_precision(name) and lab.ladder_of(lab.kernel(name)):
+            try:
+                tuned_named(lab, name + TUNED, facts, n)
+                out.append(name + TUNED)
+            except CourseError:
+                pass
+    return out
+
+
 def ncu_tensor_names(lab):
     """make ncu-tensor: NCU_TENSOR, else every tensor-core kernel and cuBLAS of each such precision."""
     names = lab.option("NCU_TENSOR")
@@ -145,7 +172,12 @@ def sanitize_plan(lab, kernels=None):
 
 def _scope(names):
     """'' for the whole list, '_v6-t3' for a subset: a partial run never overwrites a full one's files."""
-    return "" if not names else "_" + "-".join(names)
+    return "" if not names else "_" + "-".join(_file_safe(n) for n in names)
+
+
+def _file_safe(name):
+    """A kernel name as part of a file name: v8:tuned -> v8-tuned."""
+    return name.replace(":", "-")
 
 
 def _kernels_option(text, allowed):
@@ -187,7 +219,7 @@ def launch_for_profiler(lab, name, variant=None, n=PROFILE_SIZE):
         run, label = (lambda a, b, c: gemm(M, N, K, a, b, c)), cublas_label(name)
     else:
         from .lab import check_shape
-        k = lab.kernel(name)
+        k = _kernel_named(lab, name, n)
         check_shape(k, M, N, K)
         variant = k.variant_for(M, N, K) if variant is None else variant
         lab.build([k], [lab.gpu_arch()])
@@ -267,7 +299,7 @@ def ncu_argv(lab, ncu_exe, name, n, **options):
     if cublas_precision(name):
         return ncu.command(ncu_exe, profile_program(lab, name, n), profile_from_start=False,
                            launch_count=CUBLAS_MAX_KERNELS, **options)
-    k = lab.kernel(name)
+    k = _kernel_named(lab, name, n)
     variant = k.variant_for(n, n, n)
     return ncu.command(ncu_exe, profile_program(lab, name, n, variant), kernel=k.entries[variant],
                        launch_skip=1, launch_count=1, **options)
@@ -278,14 +310,14 @@ def _collect(lab, target, table, names, metrics_for, n):
     arch = needs_gpu(target, lab)
     exe = ncu.find_ncu()
     metrics = metrics_for(arch)
-    lab.build([lab.kernel(x) for x in names if not cublas_precision(x)], [arch])
+    lab.build([_kernel_named(lab, x, n) for x in names if not cublas_precision(x)], [arch])
     out_dir = ncu_dir(lab)
     out_dir.mkdir(parents=True, exist_ok=True)
     LAB = lab.dir
     launches, failures, files = [], [], []
     for i, name in enumerate(names):
         report.progress(i, len(names), f"ncu: {name} at {n}^3")
-        stem = out_dir / f"{table}_{name}_{arch}"
+        stem = out_dir / f"{table}_{_file_safe(name)}_{arch}"
         try:
             run = ncu.run(ncu_argv(lab, exe, name, n, metrics=metrics), cwd=lab.dir.parents[1], what=name)
         except CourseError as e:
@@ -312,11 +344,12 @@ def _value(m, name):
     return v if isinstance(v, (int, float)) else None
 
 
-def _label_of(lab, name, entry):
+def _label_of(lab, name, entry, n=PROFILE_SIZE):
     if cublas_precision(name):
         return cublas_label(name)
-    k = lab.kernel(name)
-    return _label(k, next((v for v, e in k.entries.items() if e == entry), None))
+    k = _kernel_named(lab, name, n)
+    label = _label(k, next((v for v, e in k.entries.items() if e == entry), None))
+    return label + (" (tuned)" if k.name != k.base_name and name != k.name else "")
 
 
 def _common_columns(lab, name, launch, n):
@@ -325,7 +358,7 @@ def _common_columns(lab, name, launch, n):
     us = ncu.to_microseconds(_value(m, nm.DURATION), u.get(nm.DURATION) or "nsecond")
     registers = _value(m, nm.REGISTERS)
     stalls = nm.top_stalls(m, 3)
-    return {"kernel": _label_of(lab, name, launch.kernel), "entry": launch.kernel, "time_us": us,
+    return {"kernel": _label_of(lab, name, launch.kernel, n), "entry": launch.kernel, "time_us": us,
             "tflops": 2.0 * n ** 3 / (us * 1e-6) / 1e12 if us else None,
             "sm_pct": _value(m, nm.SM_PCT), "memory_pct": _value(m, nm.MEMORY_PCT), "dram_pct": _value(m, nm.DRAM_PCT),
             "registers": None if registers is None else int(registers),
@@ -361,7 +394,7 @@ def _shared_columns(m):
 def fp32_row(lab, name, launch, n, chip=None):
     """One kernel's row of `make ncu-table`, from its profiled launch."""
     m = launch.metrics
-    k = lab.kernels.get(name)
+    k = lab.kernels.get(name.split(":")[0])             # NAME:tuned has NAME's model
     return {**_common_columns(lab, name, launch, n), **_shared_columns(m),
             "ffma_thread_inst_M": _millions(m.get(nm.FFMA_THREAD_INST)),
             "fma_pipe_pct": _value(m, nm.FMA_PIPE_PCT),
@@ -466,10 +499,14 @@ def _nothing_to_profile(lab, target, names):
 
 
 def ncu_table(lab, args):
+    from .targets import TUNED
     allowed = ncu_table_names(lab)
     _nothing_to_profile(lab, "ncu-table", allowed)
-    chosen = _kernels_option(args.kernels, allowed)
-    return _profile_table(lab, args, "ncu-table", "fp32", chosen or allowed, nm.fp32_metrics, FP32_TABLES,
+    chosen = _kernels_option(args.kernels, allowed + [a + TUNED for a in allowed if not cublas_precision(a)])
+    needs_gpu("ncu-table", lab)
+    n = args.size or lab.option("PROFILE_SIZE", PROFILE_SIZE)
+    names = chosen or tuned_names(lab, allowed, n)   # v8, then v8:tuned where make tune recorded one here
+    return _profile_table(lab, args, "ncu-table", "fp32", names, nm.fp32_metrics, FP32_TABLES,
                           fp32_row, _scope(chosen))
 
 
@@ -493,16 +530,18 @@ def ncu_full(lab, args):
     if not name:
         raise CourseError("make ncu needs KERNEL=<name>", hint=f"e.g. make ncu KERNEL={names[0] if names else 'name'}; "
                                                                 f"names: {', '.join(names)}")
-    if name not in names:
-        raise CourseError(f"there is no kernel {name!r} to profile", hint=f"names: {', '.join(names)}")
+    from .targets import TUNED
+    if name not in names and not (name.endswith(TUNED) and name[:-len(TUNED)] in names):
+        raise CourseError(f"there is no kernel {name!r} to profile",
+                          hint=f"names: {', '.join(names)} (NAME{TUNED}: the build `make tune` recorded for this GPU)")
     n = args.size or lab.option("PROFILE_SIZE", PROFILE_SIZE)
     arch = needs_gpu("ncu", lab)
     exe = ncu.find_ncu()
     if not cublas_precision(name):
-        lab.build([lab.kernel(name)], [arch])
+        lab.build([_kernel_named(lab, name, n)], [arch])
     LAB = lab.dir
     ncu_dir(lab).mkdir(parents=True, exist_ok=True)
-    out = ncu_dir(lab) / f"{name}_{arch}_{n}.ncu-rep"
+    out = ncu_dir(lab) / f"{_file_safe(name)}_{arch}_{n}.ncu-rep"
     report.progress(0, 1, f"ncu --set full: {name} at {n}^3 (a minute or two: about 40 passes)")
     run = ncu.run(ncu_argv(lab, exe, name, n, section_set="full", export=out), cwd=lab.dir.parents[1], what=name)
     out.with_suffix(".log").write_text(run.log())

@@ -6,9 +6,12 @@ What each reads from the lab's table (common.lab):
     build      every row (registers, spills, shared memory, on every architecture asked for);
                ARCHS_WITHOUT_GPU: the architectures built when there is no GPU and no ARCH is given
     bench      LADDERS, BENCH_SIZES (default 1024, 2048, 4096), EXTRA_BASELINES {ladder: [precision]}
-    sass       every row; rows with model["smem_loads_per_ffma"] get the loads-per-FFMA table
+    sass       every row, and each build `make tune` recorded for a GPU of the architecture shown
+               ("v8[STAGES4] (tuned: NVIDIA H200 large)"); rows with model["smem_loads_per_ffma"] get
+               the loads-per-FFMA table
     tune       TUNING {ladder: Tuning(kernel, candidates, illegal, sizes)}; the best per GPU and size
-               class is recorded in results/<lab>-tuned_<gpu>.json, and bench times it as "name (tuned)"
+               class is recorded in results/<lab>-tuned_<gpu>.json, and bench times it as "name (tuned)";
+               the profilers take it as NAME:tuned (make ncu-table adds that row where there is one)
     selfcheck  SELFCHECK_SHAPES, every variant of every row on each shape it serves
 """
 import datetime
@@ -101,19 +104,23 @@ def build(lab, args):
 
 # --- make sass -------------------------------------------------------------------------------
 
-def sass_counts(lab, arch, kernels=None):
-    """{entry: family counts} for every entry point of `kernels` that builds for `arch`."""
+def sass_counts(lab, arch, kernels=None, notes=None):
+    """{entry: family counts} for every entry point of `kernels` that builds for `arch`. A build with
+    parameters is keyed by its entry and its parameters (sgemm_v8_vec[STAGES4]); notes {kernel name:
+    text} are appended to the rows' labels."""
     kernels = [k for k in (kernels or lab.all_kernels) if lab.build_arch(k, arch)]
     lab.build(kernels, [arch])
     out = {}
     for k in kernels:
         text = sassmod.disassemble(k.cubin(lab.build_dir_of(k), lab.build_arch(k, arch)))
         counts, banks = sassmod.opcode_counts(text), register_banks.ffma_bank_conflicts(text)
+        note = f" ({notes[k.name]})" if notes and k.name in notes else ""
         for v, entry in k.entries.items():
             if entry not in counts:
                 raise CourseError(f"{entry} is missing from the SASS of {k.source}")
-            out[entry] = {"kernel": k.label(v), "opcodes": dict(counts[entry]), **sassmod.family_counts(counts[entry]),
-                          "register_banks": banks.get(entry)}
+            out[entry + k.name[len(k.base_name):]] = {
+                "kernel": k.label(v) + note, "opcodes": dict(counts[entry]), **sassmod.family_counts(counts[entry]),
+                "register_banks": banks.get(entry)}
     return out
 
 
@@ -124,7 +131,9 @@ def sass(lab, args):
         print(f"(no GPU here: showing {archs[0]}; ARCH=sm_XY picks another, ARCH=all shows every one)")
     record = {}
     for arch in archs:
-        counts = sass_counts(lab, arch)
+        tuned = tuned_builds(lab, arch)
+        counts = sass_counts(lab, arch, lab.all_kernels + [k for k, _ in tuned.values()],
+                             notes={name: note for name, (_, note) in tuned.items()})
         record[arch] = counts
         columns = [c for c in sassmod.COLUMNS if any(r[c] for r in counts.values())] or sassmod.COLUMNS
         cols = [("kernel", "kernel", "")] + [(c, c, "d") for c in columns]
@@ -397,20 +406,54 @@ def tuned_path(lab, facts):
 
 def tuned_kernel(lab, ladder, facts, size=4096):
     """The best configuration `make tune` recorded for this GPU, ladder and size class, as a row, or None."""
-    import json
-    path = tuned_path(lab, facts)
-    if not path.exists():
-        return None
-    best = json.loads(path.read_text()).get("best", {}).get(ladder, {}).get(shape_class(size))
+    best = (_read_json(tuned_path(lab, facts)).get("best") or {}).get(ladder, {}).get(shape_class(size))
+    return _tuned_row(lab, best)
+
+
+def _tuned_row(lab, best):
+    """A recorded best ({kernel, params, ...}) as a row of the lab's table, or None (no parameters: the
+    defaults won; a kernel or parameter the table no longer has)."""
     if not best or not best.get("params"):
         return None
-    base = lab.kernels.get(best["kernel"])
+    base = lab.kernels.get(best.get("kernel"))
     if base is None:
         return None
     try:
         return base.with_params(**best["params"])
     except CourseError:
         return None
+
+
+TUNED = ":tuned"            # NAME:tuned, for the profilers: the build `make tune` recorded for this GPU
+
+
+def tuned_builds(lab, arch):
+    """{name: (row, note)}: each distinct build `make tune` recorded in results/ for a GPU of `arch`,
+    noted with the GPUs and size classes it won ("tuned: NVIDIA H200 large"). No GPU needed."""
+    found = {}
+    for path in sorted(lab.results_dir.glob(f"{lab.short}-tuned_*.json")):
+        record = _read_json(path)
+        if record.get("arch") != arch:
+            continue
+        for classes in (record.get("best") or {}).values():
+            for cls, best in classes.items():
+                k = _tuned_row(lab, best)
+                if k is not None:
+                    found.setdefault(k.name, (k, []))[1].append(f"{record.get('gpu', path.stem)} {cls}")
+    return {name: (k, "tuned: " + ", ".join(where)) for name, (k, where) in found.items()}
+
+
+def tuned_named(lab, name, facts, size):
+    """The row NAME:tuned stands for on this GPU at size^3 (make tune's record for NAME's ladder and the
+    size class), or a CourseError that says what to run."""
+    base = lab.kernel(name[:-len(TUNED)])
+    ladder = lab.ladder_of(base)
+    k = tuned_kernel(lab, ladder, facts, size) if ladder else None
+    if k is None or k.base_name != base.name:
+        raise CourseError(f"`make tune` recorded no configuration of {base.name} for {facts['name']} "
+                          f"at {size}^3 ({shape_class(size)} squares)",
+                          hint=f"run `make tune` on this GPU first, or profile {base.name} itself")
+    return k
 
 
 def _read_json(path):

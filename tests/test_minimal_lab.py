@@ -121,6 +121,26 @@ def test_make_sass_counts_the_minimal_labs_opcodes(tiny):
     assert "FFMA" in proc.stdout and "k1" in proc.stdout
 
 
+def test_make_sass_adds_the_builds_make_tune_recorded_for_the_architecture_shown(tiny, tmp_path):
+    """A tuned record (results/<lab>-tuned_<gpu>.json) for an sm_90 GPU adds its build to `make sass
+    ARCH=sm_90`, noted with the GPU and size class, and not to another architecture's table."""
+    import json
+    import shutil
+    needs_cuobjdump()
+    lab = tmp_path / tiny.name
+    shutil.copytree(tiny, lab, ignore=shutil.ignore_patterns("build", "reports"))
+    (lab / "results").mkdir(exist_ok=True)
+    (lab / "results" / "lab99-tuned_test-gpu.json").write_text(json.dumps(
+        {"gpu": "Test GPU", "arch": "sm_90", "best": {"fp32": {"large": {"kernel": "k1", "params": {"BM": 4}}}}}))
+    proc = make(lab, "sass", "ARCH=sm_90")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "k1[BM4] (tuned: Test GPU large)" in proc.stdout
+    counts = json.loads((lab / "reports" / "sass.json").read_text())["sm_90"]
+    assert {"tiny_gemm", "tiny_gemm[BM4]"} <= set(counts) and counts["tiny_gemm[BM4]"]["FFMA"] >= 1
+    proc = make(lab, "sass", "ARCH=sm_80")
+    assert proc.returncode == 0 and "k1" in proc.stdout and "tuned" not in proc.stdout
+
+
 def test_the_lab_is_read_from_its_own_folder_outside_labs(tiny):
     """The minimal lab lives in a temporary folder, not under labs/: its table and kernels are found
     there (tests/test_imports.py checks that common/ names no lab)."""

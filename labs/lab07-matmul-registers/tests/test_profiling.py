@@ -100,10 +100,27 @@ def test_ncu_without_a_kernel_name_says_how_to_give_one():
     assert proc.returncode == 2 and "KERNEL=" in proc.stderr
 
 
-def test_an_unknown_kernel_is_refused_before_anything_runs():
-    proc = subprocess.run(COURSE + ["ncu-table", "--lab", str(LAB.dir), "--kernels", "v6,v9"], cwd=ROOT,
+@pytest.mark.parametrize("kernels,named", [("v6,v9", "'v9'"), ("v9:tuned", "'v9:tuned'")])
+def test_an_unknown_kernel_is_refused_before_anything_runs(kernels, named):
+    proc = subprocess.run(COURSE + ["ncu-table", "--lab", str(LAB.dir), "--kernels", kernels], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "'v9'" in proc.stderr
+    assert proc.returncode == 2 and named in proc.stderr
+
+
+def test_name_tuned_without_a_record_for_this_gpu_says_to_run_make_tune():
+    from common.errors import CourseError
+    from common.targets import tuned_named
+    with pytest.raises(CourseError) as e:
+        tuned_named(LAB, "v8:tuned", {"name": "A GPU nobody tuned on"}, 2048)
+    assert "A GPU nobody tuned on" in e.value.message and "make tune" in e.value.hint
+
+
+def test_name_tuned_is_the_recorded_build_of_that_kernel(monkeypatch):
+    from common import targets
+    monkeypatch.setattr(targets, "tuned_kernel", lambda lab, ladder, facts, size: LAB.kernel("v8").with_params(STAGES=2))
+    assert targets.tuned_named(LAB, "v8:tuned", {"name": "x"}, 4096).name == "v8[STAGES2]"
+    with pytest.raises(targets.CourseError):            # the record's build is v8's, not v7's
+        targets.tuned_named(LAB, "v7:tuned", {"name": "x"}, 4096)
 
 
 # --- the sanitize summary: every problem names its kernel and its tool --------------------------
