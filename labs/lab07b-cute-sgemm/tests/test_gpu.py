@@ -37,7 +37,8 @@ def test_alpha_and_beta(name, variant, shape, alpha, beta):
 
 @needs_gpu
 @pytest.mark.parametrize("params", [dict(BN=256, BK=16), dict(BN=256, BK=8, A_MMAJOR=1),
-                                    dict(BN=256, BK=16, A_MMAJOR=1, FMA_ORDER=1)],
+                                    dict(BN=256, BK=16, A_MMAJOR=1, FMA_ORDER=1),
+                                    dict(A_MMAJOR=1, MIN_BLOCKS=2, GROUP=8)],   # the H200's tuned best
                          ids=lambda p: "_".join(f"{k}{v}" for k, v in p.items()))
 def test_tuning_configurations_of_c5_are_correct(params):
     """What `make tune` may pick is checked by the tuner after timing; these are checked here on
