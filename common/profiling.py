@@ -5,7 +5,7 @@
                               shared wavefronts and bank conflicts, the top stall reasons; after a
                               kernel, NAME:tuned, the build `make tune` recorded for this GPU, if any
     make ncu-tensor           its tensor-core kernels and cuBLAS of the same precision: Speed of Light,
-                              tensor pipes, memory, occupancy
+                              tensor pipes, memory, occupancy; NAME:tuned rows as in ncu-table
     make ncu KERNEL=v7        the full ncu report of one kernel, for the Nsight Compute GUI, and where
                               its warp-state samples fall per SASS instruction (common/ncu_source.py)
     make sanitize             compute-sanitizer memcheck, racecheck, synccheck, initcheck over every
@@ -498,23 +498,26 @@ def _nothing_to_profile(lab, target, names):
                           hint="ncu-table profiles FFMA (fp32) kernels, ncu-tensor tensor-core ones")
 
 
-def ncu_table(lab, args):
+def _chosen_names(lab, args, target, allowed):
+    """The kernels a profiling table runs: KERNELS= (checked against the table's names and NAME:tuned
+    before anything runs), else the table's names with NAME:tuned after NAME where this GPU has a record."""
     from .targets import TUNED
-    allowed = ncu_table_names(lab)
-    _nothing_to_profile(lab, "ncu-table", allowed)
+    _nothing_to_profile(lab, target, allowed)
     chosen = _kernels_option(args.kernels, allowed + [a + TUNED for a in allowed if not cublas_precision(a)])
-    needs_gpu("ncu-table", lab)
+    needs_gpu(target, lab)
     n = args.size or lab.option("PROFILE_SIZE", PROFILE_SIZE)
-    names = chosen or tuned_names(lab, allowed, n)   # v8, then v8:tuned where make tune recorded one here
+    return chosen, chosen or tuned_names(lab, allowed, n)
+
+
+def ncu_table(lab, args):
+    chosen, names = _chosen_names(lab, args, "ncu-table", ncu_table_names(lab))
     return _profile_table(lab, args, "ncu-table", "fp32", names, nm.fp32_metrics, FP32_TABLES,
                           fp32_row, _scope(chosen))
 
 
 def ncu_tensor(lab, args):
-    allowed = ncu_tensor_names(lab)
-    _nothing_to_profile(lab, "ncu-tensor", allowed)
-    chosen = _kernels_option(args.kernels, allowed)
-    return _profile_table(lab, args, "ncu-tensor", "tensor", chosen or allowed, nm.tensor_metrics, TENSOR_TABLES,
+    chosen, names = _chosen_names(lab, args, "ncu-tensor", ncu_tensor_names(lab))
+    return _profile_table(lab, args, "ncu-tensor", "tensor", names, nm.tensor_metrics, TENSOR_TABLES,
                           tensor_row, _scope(chosen))
 
 
