@@ -534,7 +534,8 @@ def ncu_full(lab, args):
         raise CourseError("make ncu needs KERNEL=<name>", hint=f"e.g. make ncu KERNEL={names[0] if names else 'name'}; "
                                                                 f"names: {', '.join(names)}")
     from .targets import TUNED
-    if name not in names and not (name.endswith(TUNED) and name[:-len(TUNED)] in names):
+    base = name[:-len(TUNED)] if name.endswith(TUNED) else None
+    if name not in names and not (base in names and not cublas_precision(base)):
         raise CourseError(f"there is no kernel {name!r} to profile",
                           hint=f"names: {', '.join(names)} (NAME{TUNED}: the build `make tune` recorded for this GPU)")
     n = args.size or lab.option("PROFILE_SIZE", PROFILE_SIZE)

@@ -1,6 +1,7 @@
 """make bounds (common/bounds.py) without a GPU: every lab's BOUNDS table names kernels whose source
 reads the switch, the builds it times are the kernel and one build per probe and BK, and a lab or
 kernel without probe builds gets a message that says which have them."""
+import operator
 import re
 
 import pytest
@@ -10,13 +11,8 @@ from common.errors import CourseError
 from common.lab import all_lab_dirs, load
 
 LABS = [load(d) for d in all_lab_dirs()]
-_OPS = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-        "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
-
-
-def _cmp(op, a, b):
-    return _OPS[op](a, b)
 WITH = [lab for lab in LABS if lab.option("BOUNDS")]
+_OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
 def test_some_lab_has_bounds_builds():
@@ -31,7 +27,7 @@ def test_each_switch_is_read_by_its_kernel_and_defaults_to_the_kernel_itself(lab
         tests = [(op, int(v)) for op, v in re.findall(rf"\b{spec.switch}\s*(==|!=|<=|>=|<|>)\s*(\d+)", src)]
         for probe in spec.probes:
             # some comparison in the source must come out differently for this probe than for 0
-            assert probe >= 1 and any(_cmp(op, probe, v) != _cmp(op, 0, v) for op, v in tests), \
+            assert probe >= 1 and any(_OPS[op](probe, v) != _OPS[op](0, v) for op, v in tests), \
                 f"{name}: nothing in {lab.kernel(name).source} tells {spec.switch} = {probe} from the kernel"
 
 

@@ -610,6 +610,7 @@ __device__ __forceinline__ void sgemm_v8_body(int M, int N, int K, int lda, floa
     if constexpr (FASTLOOP && !ACOPY) {
         // FASTLOOP = 1: the tiles whose copy target (tile t + STAGES - 1) is whole and inside, in a
         // loop of their own; the last STAGES - 1 tiles and edge blocks take the checked loop below.
+        // (ACOPY = 1 stages A through registers, loaded a tile ahead: it keeps the one checked loop.)
         const int fastEnd = blockInside ? max(K / BK - (STAGES - 1), 0) : 0;
 #pragma unroll 1
         for (; t < fastEnd; ++t) tile(t, std::true_type{});

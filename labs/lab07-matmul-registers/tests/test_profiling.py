@@ -107,6 +107,13 @@ def test_an_unknown_kernel_is_refused_before_anything_runs(kernels, named):
     assert proc.returncode == 2 and named in proc.stderr
 
 
+@pytest.mark.parametrize("kernel", ["v9:tuned", "cublas-fp32:tuned"])
+def test_make_ncu_refuses_a_tuned_name_that_names_no_kernel_of_the_lab(kernel):
+    proc = subprocess.run(COURSE + ["ncu", "--lab", str(LAB.dir), "--kernel", kernel], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and f"'{kernel}'" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_name_tuned_without_a_record_for_this_gpu_says_to_run_make_tune():
     from common.errors import CourseError
     from common.targets import tuned_named
