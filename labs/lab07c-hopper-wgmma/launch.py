@@ -4,6 +4,8 @@
     tma_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream)  h4: one block per SM
     tma_clusters(kernel, func, M, N, K, a, b, c, alpha, beta, stream)    h5: persistent 2-block clusters
     tf32_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream) h4_tf32: B^T, then h4's grid
+    tma_launch(kernel, M, N, K, a, b, c, stream, grid)   h2-h5's maps and launch on a grid of the
+                                  caller's choosing (lab 7d's wgmma_decode: clusters along K)
 
 (h1 takes plain pointers and needs no hook: the course's default launch serves it.)
 
@@ -225,6 +227,12 @@ def tma_clusters(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
         pairs = cdiv(tiles_m, 2) * tiles_n
         return _fp16_steps(kernel, M, N, K, a, b, c, stream, (2 * min(clusters_that_fit(kernel), pairs),))
     _run(kernel, M, N, K, a, b, c, stream, make)
+
+
+def tma_launch(kernel, M, N, K, a, b, c, stream, grid):
+    """A kernel of another lab that takes h2-h5's arguments (M, N, K, tmA, tmB, C) and tensor maps
+    (A in boxes of 64 x BM, B in boxes of BK x 64, 128-byte swizzle), launched on `grid`."""
+    _run(kernel, M, N, K, a, b, c, stream, lambda: _fp16_steps(kernel, M, N, K, a, b, c, stream, grid))
 
 
 # --- TF32: h4_tf32 -----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import replace
 from common.kernels import Kernel
 from common.lab import load
 
-from .launch import SplitK, with_splits
+from .launch import SplitK, wgmma_clusters, with_splits
 
 TITLE = "Lab 7d, Decode shapes: GEMV, split-K, a shape sweep and a dispatcher"
 SHORT = "lab07d"
@@ -102,6 +102,12 @@ SKINNY_FP16 = Kernel("skinny_fp16", "skinny_fp16.cu", {"vec": "skinny_fp16_vec",
 
 LAB7 = load("lab07-matmul-registers")      # lab 7's best kernel of each precision, for the squares
 LAB7C = load("lab07c-hopper-wgmma")        # Hopper's TMA + wgmma kernels, for one decode rule
+WGMMA_DECODE = Kernel("wgmma_decode", "wgmma_decode.cu", {"": "hgemm_wgmma_decode"}, "fp16_tensor",
+                      archs=("sm_90a",), rules=(LAB7C.option("K_MULTIPLE_OF_8"),), launch_hook=wgmma_clusters,
+                      title="FP16 decode on Hopper: lab 7c's TMA + wgmma pipeline, K split over a cluster, "
+                            "the partial tiles added through distributed shared memory",
+                      claim="64 x 4096^2 needs 128 SMs, not 64: the blocks of a cluster share a tile and "
+                            "each reads 1 / KSPLIT of K, with no workspace and no second kernel")
 LADDERS = {
     "fp32": [GEMV_FP32, SPLITK_FP32, SPLITK_V8, LAB7.kernel("v8")],
     "fp16": [GEMV_FP16, GEMV_FP16_TC, SPLITK_FP16, SKINNY_FP16, LAB7.kernel("t4")],
@@ -189,7 +195,7 @@ SKINNY_FP16_M64 = _retiled(SKINNY_FP16, MT=4, WARPS_K=2, REGDB=1)
 H4_DECODE = LAB7C.kernel("h4").with_params(BM=64, CONSUMERS=1, BN=64, STAGES=8)
 # Rows whose launch needs a module `make test` does not install: h4's TMA maps come from NVIDIA's
 # cuda-python (lab 7c's README). Where it is missing, the dispatcher on a GPU takes the next rule.
-RUNTIME_NEEDS = {"h4": "cuda.bindings"}
+RUNTIME_NEEDS = {"h4": "cuda.bindings", "wgmma_decode": "cuda.bindings"}
 
 
 def _chunks(s):

@@ -205,3 +205,20 @@ class _Plan:
                                       shared_size=self.shared)
         if self.reduce is not None:
             self.reduce.prepared_async_call(self.rgrid, self.rblock, stream, *self.MN, v["splits"], ws, c)
+
+
+# --- wgmma_decode: lab 7c's TMA launch on a grid of clusters along K -----------------------------
+_lab7c_launch = None
+
+
+def wgmma_clusters(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
+    """wgmma_decode: grid (ceil(N / BN) KSPLIT, ceil(M / BM)), the KSPLIT blocks of a cluster (the shape
+    is compiled in, __cluster_dims__) side by side along x; the tensor maps are lab 7c's (its launch.py,
+    tma_launch, prepares them once per shape and pointers)."""
+    global _lab7c_launch
+    if _lab7c_launch is None:
+        from common.lab import load
+        _lab7c_launch = load("lab07c-hopper-wgmma").module("launch")
+    bm, bn = kernel.tile
+    grid = (-(-N // bn) * kernel.tiling.value("KSPLIT"), -(-M // bm))
+    _lab7c_launch.tma_launch(kernel, M, N, K, a, b, c, stream, grid)

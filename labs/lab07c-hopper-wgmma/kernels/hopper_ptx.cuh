@@ -13,6 +13,8 @@
 //   setmaxnreg_inc<R> / _dec<R>          move registers between warpgroups (warp specialization)
 //   cluster_ctarank / cluster_id_x / nclusters_x / cluster_sync, mbar_arrive_cluster(bar, rank),
 //   tma_load_2d_multicast(dst, map, x, y, bar, mask)     thread-block clusters (h5)
+//   cluster_arrive_relaxed / cluster_wait, st_cluster_f4(p, rank, v)   the split halves of
+//                                        cluster_sync, and a 16-byte store into another block's smem
 //
 // Only sm_90a has these (wgmma and setmaxnreg are "a" features): build with
 //   -gencode arch=compute_90a,code=sm_90a
@@ -264,6 +266,25 @@ __device__ __forceinline__ uint32_t nclusters_x() {
 // Every thread of every block of the cluster: arrive, then wait for all (release / acquire).
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// The two halves of cluster_sync, for work in between: arrive (relaxed: it publishes nothing) early,
+// wait later. Blocks of a cluster start together, but one may only touch another's shared memory
+// once that one is known to have started: an arrive at the top and a wait before the first remote
+// access say so (CUDA programming guide, "Distributed Shared Memory").
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+    asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+}
+// v -> the 16 bytes at p's shared-memory offset in block `rank` of the cluster (distributed shared
+// memory: mapa turns the local address into that block's, st.shared::cluster writes there).
+__device__ __forceinline__ void st_cluster_f4(const void* p, uint32_t rank, float4 v) {
+    asm volatile(
+        "{\n.reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "st.shared::cluster.v4.f32 [remote], {%2, %3, %4, %5};\n}\n"
+        :: "r"(smem_addr(p)), "r"(rank), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
 }
 // Arrive on the mbarrier at the same shared-memory offset in block `rank` of the cluster. Default
 // (.release.cta) semantics: the arrival only says "my wgmmas stopped reading this stage", it
