@@ -48,6 +48,10 @@
 #define KSPLIT 2    // blocks per cluster, each 1 / KSPLIT of K for the same output tile
 #endif
 
+#ifndef DECODE_PROBE
+#define DECODE_PROBE 0  // measurement builds (results wrong by design): 1 = A never loaded, 2 = no reduction
+#endif
+
 #define BM 64       // one consumer warpgroup, one m64 wgmma: decode's rows
 #define BK 64       // one 128-byte swizzle row of halves
 #define THREADS 256 // warpgroup 0: the TMA producer; warpgroup 1: the consumer
@@ -98,7 +102,7 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
         mbar_fence_init();
     }
     __syncthreads();
-    if constexpr (KSPLIT > 1) cluster_arrive_relaxed();   // "this block has started"
+    if constexpr (KSPLIT > 1 && DECODE_PROBE != 2) cluster_arrive_relaxed();   // "this block has started"
 
     if (wg == 0) {                                       // ---- producer ----
         setmaxnreg_dec<40>();
@@ -107,14 +111,14 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
                 const int s = i % STAGES, t = t0 + i;
                 if (i >= STAGES) mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
                 unsigned char* a = smem + s * STAGE_BYTES;
-                mbar_arrive_tx(&full[s], STAGE_BYTES);
-                tma_load_2d(a, &tmA, t * BK, tm * BM, &full[s]);
+                mbar_arrive_tx(&full[s], DECODE_PROBE == 1 ? STAGE_BYTES - A_TILE : STAGE_BYTES);
+                if (DECODE_PROBE != 1) tma_load_2d(a, &tmA, t * BK, tm * BM, &full[s]);
 #pragma unroll
                 for (int p = 0; p < BN / 64; ++p)
                     tma_load_2d(a + A_TILE + p * B_PANEL, &tmB, tn * BN + p * 64, t * BK, &full[s]);
             }
         }
-        if constexpr (KSPLIT > 1) {                      // the consumers' two cluster barriers
+        if constexpr (KSPLIT > 1 && DECODE_PROBE != 2) { // the consumers' two cluster barriers
             cluster_wait();
             cluster_sync();
         }
@@ -140,7 +144,7 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
     wgmma_wait<0>();
     keep_in_regs(acc);
 
-    if constexpr (KSPLIT == 1) {
+    if constexpr (KSPLIT == 1 || DECODE_PROBE == 2) {
         store_acc_64xN<BN>(acc, C, M, N, tm * BM, tn * BN, tid);
     } else {
         const int warp = tid / 32, lane = tid % 32, owner = warp / WARPS_PER_OWNER;
