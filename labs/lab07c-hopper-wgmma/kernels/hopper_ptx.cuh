@@ -13,8 +13,9 @@
 //   setmaxnreg_inc<R> / _dec<R>          move registers between warpgroups (warp specialization)
 //   cluster_ctarank / cluster_id_x / nclusters_x / cluster_sync, mbar_arrive_cluster(bar, rank),
 //   tma_load_2d_multicast(dst, map, x, y, bar, mask)     thread-block clusters (h5)
-//   cluster_arrive_relaxed / cluster_wait, st_cluster_f4(p, rank, v)   the split halves of
-//                                        cluster_sync, and a 16-byte store into another block's smem
+//   cluster_arrive_relaxed / cluster_wait, st_async_cluster_f4(p, bar, rank, v)   the split halves
+//                                        of cluster_sync; a 16-byte store into another block's shared
+//                                        memory that counts its bytes on that block's mbarrier
 //
 // Only sm_90a has these (wgmma and setmaxnreg are "a" features): build with
 //   -gencode arch=compute_90a,code=sm_90a
@@ -278,13 +279,16 @@ __device__ __forceinline__ void cluster_wait() {
     asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
 }
 // v -> the 16 bytes at p's shared-memory offset in block `rank` of the cluster (distributed shared
-// memory: mapa turns the local address into that block's, st.shared::cluster writes there).
-__device__ __forceinline__ void st_cluster_f4(const void* p, uint32_t rank, float4 v) {
+// memory: mapa turns a local address into that block's), counted as 16 bytes of transaction on that
+// block's mbarrier at bar's offset (st.async): the receiver waits on its own mbarrier, the sender
+// needs no fence and no barrier, and may exit at once.
+__device__ __forceinline__ void st_async_cluster_f4(const void* p, const uint64_t* bar, uint32_t rank, float4 v) {
     asm volatile(
-        "{\n.reg .b32 remote;\n"
-        "mapa.shared::cluster.u32 remote, %0, %1;\n"
-        "st.shared::cluster.v4.f32 [remote], {%2, %3, %4, %5};\n}\n"
-        :: "r"(smem_addr(p)), "r"(rank), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+        "{\n.reg .b32 rp, rb;\n"
+        "mapa.shared::cluster.u32 rp, %0, %2;\n"
+        "mapa.shared::cluster.u32 rb, %1, %2;\n"
+        "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [rp], {%3, %4, %5, %6}, [rb];\n}\n"
+        :: "r"(smem_addr(p)), "r"(smem_addr(bar)), "r"(rank), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
 }
 // Arrive on the mbarrier at the same shared-memory offset in block `rank` of the cluster. Default
 // (.release.cta) semantics: the arrival only says "my wgmmas stopped reading this stage", it

@@ -82,7 +82,7 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
     __trap();                                            // not an sm_90a build: see hopper_ptx.cuh
 #else
     extern __shared__ unsigned char smem_raw[];
-    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES], partials;
     unsigned char* smem = reinterpret_cast<unsigned char*>(
         (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     [[maybe_unused]] float* red = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES);  // partials sent here
@@ -99,6 +99,7 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
             mbar_init(&full[s], 1);
             mbar_init(&empty[s], 1);
         }
+        mbar_init(&partials, 1);                         // the other ranks' rows of this block's tile
         mbar_fence_init();
     }
     __syncthreads();
@@ -118,10 +119,7 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
                     tma_load_2d(a + A_TILE + p * B_PANEL, &tmB, tn * BN + p * 64, t * BK, &full[s]);
             }
         }
-        if constexpr (KSPLIT > 1 && DECODE_PROBE != 2) { // the consumers' two cluster barriers
-            cluster_wait();
-            cluster_sync();
-        }
+        if constexpr (KSPLIT > 1 && DECODE_PROBE != 2) cluster_wait();   // pairs the arrive at the top
         return;
     }
     // ---- consumer ----
@@ -150,15 +148,18 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
         const int warp = tid / 32, lane = tid % 32, owner = warp / WARPS_PER_OWNER;
         // this warp's slot for source rank r in its owner's `red`
         float* const mine = red + (warp % WARPS_PER_OWNER) * SLOT_FLOATS + lane * 4;
+        constexpr uint32_t RECEIVED = (KSPLIT - 1) * WARPS_PER_OWNER * SLOT_FLOATS * 4;   // bytes
+        if (tid == 0) mbar_arrive_tx(&partials, RECEIVED);
         cluster_wait();                                  // every block of the cluster has started
         if (owner != rank) {
 #pragma unroll
             for (int q = 0; q < ACC / 4; ++q)
-                st_cluster_f4(mine + rank * WARPS_PER_OWNER * SLOT_FLOATS + q * 128, owner,
-                              make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+                st_async_cluster_f4(mine + rank * WARPS_PER_OWNER * SLOT_FLOATS + q * 128, &partials, owner,
+                                    make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+            return;
         }
-        cluster_sync();                                  // the partials have landed (release / acquire)
-        if (owner == rank) {
+        mbar_wait(&partials, 0);                         // the other ranks' partials have landed
+        {
 #pragma unroll
             for (int q = 0; q < ACC / 4; ++q) {
                 float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
