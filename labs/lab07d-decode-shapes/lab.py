@@ -188,11 +188,22 @@ SPLITK_FP16_NARROW = _retiled(SPLITK_FP16, 4, BN=64)
 # timing tiles x splits beside cuBLAS (H200, 2026-12-01: README, results/lab07d-skinny-search_*.json).
 SKINNY_FP16_M32 = _retiled(SKINNY_FP16, MT=2)
 SKINNY_FP16_M64 = _retiled(SKINNY_FP16, MT=4, WARPS_K=2, REGDB=1)
-# FP16 at 33 <= M <= 64 on Hopper: lab 7c's persistent TMA + wgmma kernel (h4) with one 64-row
-# consumer, 64 x 64 tiles and 8 TMA stages (128 KB in flight per SM). At 64 x 4096^2 it ran 15.8 us
-# on 64 SMs where skinny_fp16 ran 18.4 on 128 (H200, 2026-12-01: README "FP16 at M = 64 on Hopper",
-# results/lab07d-h4-decode-search_*.json). sm_90a only: the dispatcher skips it on other GPUs.
-H4_DECODE = LAB7C.kernel("h4").with_params(BM=64, CONSUMERS=1, BN=64, STAGES=8)
+# FP16 at 17 <= M <= 64 on Hopper: wgmma_decode (lab 7c's TMA + wgmma pipeline on 64 x 64 tiles, 8
+# stages). Where two blocks per tile still fit in one wave (2 ceil(N / 64) <= SMs: N <= 4224 on the
+# H200), the two blocks of a cluster split K and add their halves through distributed shared memory:
+# 64 x 4096^2 in 13.7 us, 102.6 % of cuBLAS, where lab 7c's h4 with the same tile took 15.9 on 64
+# SMs; at 17..32 rows the same build beat skinny_fp16 at N = 4096 (102.6 against 92.8 %). Wider N
+# has enough tiles for every SM without a split (64 x 8192^2: 98.1 %, skinny_fp16 96.6 %). H200,
+# 2026-12-02: README "FP16 at M = 64 on Hopper", results/lab07d-wgmma-decode_*.json. sm_90a only:
+# the dispatcher skips these rules on other GPUs.
+WGMMA_DECODE_SPLIT = WGMMA_DECODE                         # the file's defaults: KSPLIT = 2
+WGMMA_DECODE_WIDE = _retiled(WGMMA_DECODE, KSPLIT=1)
+# FP16 tiles on Hopper: lab 7c's h4 (persistent, TMA + wgmma, 128 x 256), 94-97 % of cuBLAS at 2048^3
+# and 4096^3 where lab 7's t4 (mma.sync) reaches 62-67 %; and with 128 x 64 tiles, 8 stages, for
+# N <= 64 (8192 x 64 x 8192: 95.3 %, 8192 x 16 x 8192: 90.5 %; split-K on t3's tile 60-66 %).
+# results/lab07d-h4-shapes_*.json.
+H4_TILES = LAB7C.kernel("h4")
+H4_NARROW = LAB7C.kernel("h4").with_params(BN=64, STAGES=8)
 # Rows whose launch needs a module `make test` does not install: h4's TMA maps come from NVIDIA's
 # cuda-python (lab 7c's README). Where it is missing, the dispatcher on a GPU takes the next rule.
 RUNTIME_NEEDS = {"h4": "cuda.bindings", "wgmma_decode": "cuda.bindings"}
@@ -219,12 +230,16 @@ DISPATCH = [
      {"fp16_tensor": "gemv_fp16"}),
     ("skinny", "M <= 16 in FP16, N and K multiples of 8: weights streamed into mma, splits = floor(SMs / tiles)",
      lambda s: s.M <= 16 and _chunks(s), {"fp16_tensor": SKINNY_FP16}),
+    ("wgmma-split", "17 <= M <= 64 in FP16 on Hopper, N >= 1024, two blocks per 64-column tile fit on the SMs, "
+     "N and K multiples of 8: TMA + wgmma, K split over 2-block clusters, partials added in shared memory",
+     lambda s: 16 < s.M <= 64 and s.N >= 1024 and 2 * -(-s.N // 64) <= s.sms and _chunks(s),
+     {"fp16_tensor": WGMMA_DECODE_SPLIT}),
+    ("wgmma", "33 <= M <= 64 in FP16 on Hopper, 64-column tiles for at most every SM, N and K multiples of 8: "
+     "the same without the split",
+     lambda s: 32 < s.M <= 64 and s.N >= 1024 and -(-s.N // 64) <= s.sms and _chunks(s),
+     {"fp16_tensor": WGMMA_DECODE_WIDE}),
     ("skinny", "17 <= M <= 32 in FP16, N and K multiples of 8: the same with 32-row tiles",
      lambda s: s.M <= 32 and _chunks(s), {"fp16_tensor": SKINNY_FP16_M32}),
-    ("wgmma", "33 <= M <= 64 in FP16 on Hopper, N >= 2048, at most 4096 x 4096 weights, N and K multiples "
-     "of 8: lab 7c's TMA + wgmma kernel with 64 x 64 tiles and 8 stages (fewer columns: too few tiles)",
-     lambda s: 32 < s.M <= 64 and s.N >= 2048 and s.N * s.K <= 4096 * 4096 and _chunks(s),
-     {"fp16_tensor": H4_DECODE}),
     ("skinny", "33 <= M <= 64 in FP16, N and K multiples of 8: the same with 64-row tiles",
      lambda s: s.M <= 64 and _chunks(s), {"fp16_tensor": SKINNY_FP16_M64}),
     ("gemv", "2 <= M <= 4 in FP16 (odd N or K): the GEMV with 16 loads in flight per thread", lambda s: s.M <= 4,
@@ -240,6 +255,8 @@ DISPATCH = [
      {"fp32": "gemv_fp32"}),
     ("gemv-tc", "5 <= M <= 16 in FP16 (odd N or K), K short: the tensor-core GEMV", lambda s: s.M <= 16,
      {"fp16_tensor": "gemv_fp16_tc"}),
+    ("narrow-wgmma", "N <= 64 and M >= 2048 in FP16 on Hopper, N and K multiples of 8: lab 7c's h4 with "
+     "128 x 64 tiles and 8 stages", lambda s: s.N <= 64 and s.M >= 2048 and _chunks(s), {"fp16_tensor": H4_NARROW}),
     ("few-cols", "N <= 16 and K long, FP32: split-K with a 16-column tile, 16 splits",
      lambda s: s.N <= 16 and _long_enough(SPLITK_FP32_FEW_COLS)(s), {"fp32": SPLITK_FP32_FEW_COLS}),
     ("few-cols", "N <= 16 and K long, FP16: split-K with a 16-column tile, 4 splits",
@@ -249,6 +266,8 @@ DISPATCH = [
      {"fp32": SPLITK_FP32_NARROW, "fp16_tensor": SPLITK_FP16_NARROW}),
     ("split-k", "M x N fills fewer tiles than SMs and K is long: splits = ceil(SMs / tiles)", lambda s: s.splits >= 2,
      {"fp32": "splitk_fp32", "fp16_tensor": "splitk_fp16"}),
+    ("tiles-wgmma", "enough output tiles to fill the GPU, FP16 on Hopper, N and K multiples of 8: lab 7c's h4",
+     lambda s: _chunks(s), {"fp16_tensor": H4_TILES}),
     ("tiles", "enough output tiles to fill the GPU: lab 7's best kernel", lambda s: True,
      {"fp32": "v8", "fp16_tensor": "t4"}),
 ]

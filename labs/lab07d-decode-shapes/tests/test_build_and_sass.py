@@ -185,3 +185,24 @@ def test_skinnys_m_class_builds_keep_the_claims_in_sass():
             assert c.get("HMMA.16816.F32", 0) > 0 and fam["LDSM"] > 0, f"{k.name} {entry}"
             assert fam["LDL/STL"] == 0, f"{k.name} {entry}: {fam['LDL/STL']} LDL/STL"
             assert (fam["LDGSTS"] > 0) == entry.endswith("_vec"), f"{k.name} {entry}"
+
+
+def test_wgmma_decode_multiplies_by_wgmma_and_reduces_through_the_clusters_shared_memory():
+    """wgmma_decode (sm_90a, the dispatcher's two builds): HGMMA from TMA-filled stages (UTMALDG, mbarrier
+    waits), one block barrier (the prologue's); the split build sends partial rows by st.async (STAS.128)
+    after the cluster wait, with no atomics, no workspace and no second kernel; the unsplit build has
+    neither cluster barrier nor remote store. No local memory in either."""
+    needs_cuobjdump()
+    from common import sass as sassmod
+    for k, split in ((LAB.table.WGMMA_DECODE_SPLIT, True), (LAB.table.WGMMA_DECODE_WIDE, False)):
+        k = LAB.bind(k)
+        LAB.build([k], ["sm_90"])
+        counts = sassmod.opcode_counts(sassmod.disassemble(k.cubin(LAB.build_dir, "sm_90a")))
+        assert list(counts) == ["hgemm_wgmma_decode"]
+        ops = counts["hgemm_wgmma_decode"]
+        assert ops.get("HGMMA.64x64x16.F32", 0) >= 4 and ops.get("UTMALDG.2D", 0) > 0, ops
+        assert ops.get("SYNCS.PHASECHK.TRANS64.TRYWAIT", 0) > 0, ops
+        assert sum(n for op, n in ops.items() if op.startswith("BAR.")) == 1, ops
+        assert not any(op.startswith(("ATOM", "RED")) for op in ops), ops
+        assert (ops.get("STAS.128", 0) > 0) == split and (ops.get("UCGABAR_WAIT", 0) > 0) == split, ops
+        assert sassmod.family_counts(ops)["LDL/STL"] == 0

@@ -115,15 +115,49 @@ CLASS_SHAPES = [shapes[0] for shapes in sweep.shape_sets(LAB).values()] + \
                 (63, 1000, 3000), (1, 8192, 8192)]
 
 
+HOPPER_CASES = [  # (shape, the rule on Hopper): odd M, partial tiles in N and in K, K = 8 (one chunk of a
+                 # 64-deep TMA box: the second block of a cluster gets no K at all), N not whole tiles
+    ((33, 2048, 2048), "wgmma-split"), ((47, 2056, 1032), "wgmma-split"), ((64, 4096, 4096), "wgmma-split"),
+    ((64, 2048, 8), "wgmma-split"), ((17, 1024, 136), "wgmma-split"), ((64, 4224, 72), "wgmma-split"),
+    ((64, 8192, 8192), "wgmma"), ((40, 5000, 1000), "wgmma"),
+    ((2048, 64, 1024), "narrow-wgmma"), ((2050, 24, 136), "narrow-wgmma"),
+    ((1000, 1000, 1000), "tiles-wgmma"), ((257, 520, 64), "tiles-wgmma")]
+
+
 @needs_gpu
-@pytest.mark.parametrize("shape", [(33, 2048, 2048), (47, 2056, 1032), (64, 4096, 4096), (64, 2048, 8)],
-                         ids=["33x2048x2048", "47x2056x1032", "64x4096x4096", "64x2048x8"])
-def test_the_wgmma_rule_is_correct_where_it_fires(shape):
-    """On Hopper, 33 <= M <= 64 FP16 with N >= 2048 goes to lab 7c's h4 built with 64 x 64 tiles (elsewhere
-    to skinny_fp16): odd M, a partial tile in N and in K, K = 8 (one chunk of a 64-deep TMA box)."""
+@pytest.mark.parametrize("shape,rule", HOPPER_CASES, ids=["x".join(map(str, s)) for s, _ in HOPPER_CASES])
+def test_the_hopper_rules_are_correct_where_they_fire(shape, rule):
+    """On Hopper these FP16 shapes go to wgmma_decode (K split over a cluster, or not) and lab 7c's h4;
+    elsewhere to skinny_fp16, split-K and t4. Correct against float64 either way."""
     verdict, choice = DISPATCH.check("fp16_tensor", *shape)
     assert verdict.ok, str(verdict)
-    assert choice.rule == ("wgmma" if LAB.gpu_arch() == "sm_90" else "skinny"), str(choice)
+    if LAB.gpu_arch() == "sm_90" and DISPATCH.missing_runtime(choice.kernel) is None:
+        assert choice.rule == rule, str(choice)
+
+
+@needs_gpu
+@pytest.mark.parametrize("shape", [(64, 4096, 4096), (48, 2048, 520)], ids=["64x4096x4096", "48x2048x520"])
+def test_wgmma_decode_is_bitwise_repeatable_because_the_owner_adds_in_rank_order(shape):
+    """The partial rows arrive in any order; the owner adds them in rank order 0, 1: the same bits every run."""
+    import pycuda.driver as cuda
+    from common.precision import precision
+    if LAB.gpu_arch() != "sm_90":
+        pytest.skip("wgmma_decode runs on Hopper (sm_90a) only")
+    k = LAB.bind(LAB.table.WGMMA_DECODE_SPLIT)
+    if DISPATCH.missing_runtime(k):
+        pytest.skip(f"wgmma_decode's tensor maps need {DISPATCH.missing_runtime(k)} (lab 7c's README)")
+    M, N, K = shape
+    LAB.build([k], ["sm_90"])
+    A, B = precision("fp16_tensor").random_inputs(M, N, K, np.random.default_rng(7))
+    a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
+    run = LAB.launcher(k, M, N, K, "")
+    outs = []
+    for _ in range(3):
+        cuda.memset_d32(c, 0x7FC00000, M * N)
+        run(a, b, c)
+        cuda.Context.synchronize()
+        outs.append(cuda.from_device(c, (M, N), np.float32).view(np.uint32))
+    assert all(np.array_equal(outs[0], o) for o in outs[1:])
 
 
 @needs_gpu

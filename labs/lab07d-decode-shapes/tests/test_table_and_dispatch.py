@@ -60,23 +60,30 @@ def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_sh
     (FP16, (2, 4097, 4096), "gemv", "gemv_fp16", "m4_scalar"),
     (FP16, (5, 4096, 4096), "skinny", "skinny_fp16", "vec"),
     (FP16, (16, 8192, 8192), "skinny", "skinny_fp16", "vec"),
-    (FP16, (17, 8192, 8192), "skinny", "skinny_fp16", "vec"),
-    (FP16, (64, 4096, 4096), "wgmma", "h4", ""),                    # Hopper (the default arch, sm_90)
-    (FP16, (33, 4096, 4096), "wgmma", "h4", ""),
-    (FP16, (48, 2048, 2048), "wgmma", "h4", ""),
-    (FP16, (64, 1024, 4096), "skinny", "skinny_fp16", "vec"),        # 16 tiles of 64: too few for h4
+    (FP16, (17, 8192, 8192), "skinny", "skinny_fp16", "vec"),        # 128 tiles: no split, and 17 rows
+    (FP16, (64, 4096, 4096), "wgmma-split", "wgmma_decode", ""),     # Hopper (the default arch, sm_90)
+    (FP16, (33, 4096, 4096), "wgmma-split", "wgmma_decode", ""),
+    (FP16, (32, 4096, 4096), "wgmma-split", "wgmma_decode", ""),
+    (FP16, (48, 2048, 2048), "wgmma-split", "wgmma_decode", ""),
+    (FP16, (64, 1024, 4096), "wgmma-split", "wgmma_decode", ""),
+    (FP16, (64, 4224, 4096), "wgmma-split", "wgmma_decode", ""),     # 66 tiles x 2 = 132 blocks: one wave
+    (FP16, (64, 4232, 4096), "wgmma", "wgmma_decode", ""),           # 67 tiles: two blocks each would not fit
+    (FP16, (64, 8192, 8192), "wgmma", "wgmma_decode", ""),
+    (FP16, (32, 8192, 8192), "skinny", "skinny_fp16", "vec"),
+    (FP16, (64, 520, 8192), "skinny", "skinny_fp16", "vec"),         # 9 tiles: unmeasured for wgmma_decode
+    (FP16, (64, 16384, 4096), "skinny", "skinny_fp16", "vec"),       # 256 tiles: more than one wave
     (FP32, (64, 520, 8192), "few-rows", "splitk_v8", "vec"),         # the 64 x 128 build: few weights
     (FP32, (64, 4096, 1024), "few-rows", "splitk_v8", "vec"),
-    (FP16, (64, 8192, 8192), "skinny", "skinny_fp16", "vec"),        # more than 4096^2 weights
     (FP16, (16, 8191, 8192), "few-rows", "splitk_fp16", "scalar"),
     (FP16, (16, 4096, 1024), "skinny", "skinny_fp16", "vec"),
     (FP16, (16, 4096, 1020), "gemv-tc", "gemv_fp16_tc", "vec"),       # K not whole chunks, too short for 8 splits
     (FP32, (128, 128, 65536), "split-k", "splitk_fp32", "vec"),
     (FP16, (128, 128, 65536), "split-k", "splitk_fp16", "vec"),
     (FP32, (8192, 16, 8192), "few-cols", "splitk_fp32", "vec"),
-    (FP16, (8192, 16, 8192), "few-cols", "splitk_fp16", "vec"),
+    (FP16, (8192, 16, 8192), "narrow-wgmma", "h4", ""),
     (FP32, (8192, 64, 8192), "narrow", "splitk_v8", "vec"),
-    (FP16, (8192, 64, 8192), "narrow", "splitk_fp16", "vec"),
+    (FP16, (8192, 64, 8192), "narrow-wgmma", "h4", ""),
+    (FP16, (1024, 64, 8192), "narrow", "splitk_fp16", "vec"),        # too few rows for h4's 128-row tiles
     (FP32, (8192, 16, 2048), "narrow", "splitk_v8", "vec"),       # K too short for 16 splits, long enough for 8
     (FP32, (16, 4096, 4096), "gemv", "gemv_fp32", "m16_vec"),
     (FP32, (17, 8192, 8192), "few-rows", "splitk_v8", "vec"),
@@ -85,8 +92,9 @@ def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_sh
     (FP16, (64, 4096, 4100), "few-rows", "splitk_fp16", "scalar"),
     (FP16, (65, 4096, 4096), "split-k", "splitk_fp16", "vec"),
     (FP32, (4096, 4096, 4096), "tiles", "v8", "vec"),
-    (FP16, (4096, 4096, 4096), "tiles", "t4", "vec"),
-    (FP16, (4096, 4096, 64), "tiles", "t4", "vec"),
+    (FP16, (4096, 4096, 4096), "tiles-wgmma", "h4", ""),
+    (FP16, (4096, 4096, 64), "tiles-wgmma", "h4", ""),
+    (FP16, (4096, 4100, 4096), "tiles", "t4", "scalar"),              # N not whole 16-byte chunks
     (FP32, (4096, 4096, 64), "tiles", "v8", "vec"),
     (FP32, (64, 64, 256), "gemv", "gemv_fp32", "m16_vec"),  # M <= 64: a GEMV, whatever K
     (FP32, (65, 64, 256), "tiles", "v8", "vec"),           # K too short to split
@@ -181,16 +189,23 @@ def test_the_dispatchers_own_rows_keep_their_tile_and_their_fixed_split():
     assert c.kernel.tile == (64, 128) and c.splits == 132 // 5 and "WN32" in c.kernel.name
     c = DISPATCH.plan(FP32, 8192, 16, 8192, sms=SMS)
     assert c.kernel.tile == (128, 16) and c.splits == 16
-    c = DISPATCH.plan(FP16, 8192, 64, 8192, sms=SMS)
+    c = DISPATCH.plan(FP16, 8192, 64, 8192, sms=SMS, arch="sm_89")   # (Hopper: lab 7c's h4, 128 x 64)
     assert c.kernel.tile == (128, 64) and c.splits == 4
+    c = DISPATCH.plan(FP16, 8192, 64, 8192, sms=SMS, arch="sm_90")
+    assert c.kernel.tile == (128, 64) and c.kernel.tiling.params["STAGES"] == 8 and c.kernel.lab == "lab07c-hopper-wgmma"
+    c = DISPATCH.plan(FP16, 64, 4096, 4096, sms=SMS, arch="sm_90")   # two blocks per 64 x 64 tile, a cluster
+    assert c.kernel.tile == (64, 64) and c.kernel.tiling.value("KSPLIT") == 2 and c.kernel.tiling.params["STAGES"] == 8
+    c = DISPATCH.plan(FP16, 64, 8192, 8192, sms=SMS, arch="sm_90")   # 128 tiles: one block each
+    assert c.kernel.tile == (64, 64) and c.kernel.tiling.value("KSPLIT") == 1
     assert DISPATCH.plan(FP16, 2, 4097, 4096, sms=SMS).kernel.tiling.params["KU"] == 16
     assert DISPATCH.plan(FP16, 1, 4096, 4096, sms=SMS).kernel.tiling.params["KU"] == 8    # M = 1: the file's own
 
 
 @pytest.mark.parametrize("M,mt", [(1, 1), (16, 1), (17, 2), (32, 2), (33, 4), (64, 4)])
 def test_skinny_takes_the_build_of_ms_class(M, mt):
-    """M = 16 does not pay for 64 rows: the rule picks the 16-, 32- or 64-row build."""
-    c = DISPATCH.plan(FP16, M, 8192, 8192, sms=SMS)
+    """M = 16 does not pay for 64 rows: the rule picks the 16-, 32- or 64-row build (off Hopper: there
+    M > 32 goes to wgmma_decode)."""
+    c = DISPATCH.plan(FP16, M, 8192, 8192, sms=SMS, arch="sm_89")
     assert c.kernel.base_name == "skinny_fp16" and c.kernel.tiling.params["MT"] == mt, str(c)
     assert c.kernel.tile[0] == 16 * mt
 
@@ -215,29 +230,37 @@ def test_skinny_splits_keep_one_block_per_sm_by_the_gpus_sm_count(sms, M, N, K, 
     assert c.splits == max(1, min(sms // tiles, K // LAB.table.MIN_K_PER_SPLIT))
 
 
-@pytest.mark.parametrize("arch,rule", [("sm_90", "wgmma"), ("sm_80", "skinny"), ("sm_86", "skinny"),
-                                       ("sm_89", "skinny"), ("sm_120", "skinny")])
-def test_the_hopper_only_rule_fires_on_hopper_and_is_skipped_elsewhere(arch, rule):
-    """h4 (lab 7c) is built for sm_90a only: on any other GPU the dispatcher takes the next rule."""
-    c = DISPATCH.plan(FP16, 64, 4096, 4096, sms=SMS, arch=arch)
-    assert c.rule == rule, str(c)
-    assert LAB.build_arch(c.kernel, arch) is not None
+@pytest.mark.parametrize("arch,rules", [("sm_90", ("wgmma-split", "wgmma", "narrow-wgmma", "tiles-wgmma")),
+                                        ("sm_80", ("skinny", "skinny", "narrow", "tiles")),
+                                        ("sm_86", ("skinny", "skinny", "narrow", "tiles")),
+                                        ("sm_89", ("skinny", "skinny", "narrow", "tiles")),
+                                        ("sm_120", ("skinny", "skinny", "narrow", "tiles"))])
+def test_the_hopper_only_rules_fire_on_hopper_and_are_skipped_elsewhere(arch, rules):
+    """wgmma_decode and lab 7c's h4 are built for sm_90a only: on any other GPU the dispatcher takes
+    the next rule (skinny_fp16, split-K, lab 7's t4)."""
+    for shape, rule in zip([(64, 4096, 4096), (64, 8192, 8192), (8192, 64, 8192), (4096, 4096, 4096)], rules):
+        c = DISPATCH.plan(FP16, *shape, sms=SMS, arch=arch)
+        assert c.rule == rule, str(c)
+        assert LAB.build_arch(c.kernel, arch) is not None
 
 
 def test_a_rule_whose_row_this_python_cannot_launch_is_skipped_on_a_gpu(monkeypatch):
-    """On a Hopper GPU without cuda-python, h4 cannot be launched: the dispatcher must take skinny_fp16
-    instead of failing (a student's .venv does not install cuda-python; lab 7c's README says how)."""
+    """On a Hopper GPU without cuda-python, wgmma_decode (and h4) cannot be launched: TMA's tensor maps
+    need it. The dispatcher must take skinny_fp16 instead of failing (a student's .venv does not install
+    cuda-python; lab 7c's README says how)."""
     import importlib.util
     import common.device
-    h4 = DISPATCH.plan(FP16, 64, 4096, 4096, sms=SMS, arch="sm_90").kernel
+    wd = DISPATCH.plan(FP16, 64, 4096, 4096, sms=SMS, arch="sm_90").kernel
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name.startswith("cuda") else real(name, *a))
-    assert DISPATCH.missing_runtime(h4) == "cuda.bindings"
+    assert DISPATCH.missing_runtime(wd) == "cuda.bindings"
+    assert DISPATCH.missing_runtime(DISPATCH.plan(FP16, 4096, 4096, 4096, sms=SMS, arch="sm_90").kernel) == "cuda.bindings"
     assert DISPATCH.missing_runtime(LAB.kernel("skinny_fp16")) is None
     monkeypatch.setattr(common.device, "gpu_status", lambda: (True, "an H200 (simulated)"))
     monkeypatch.setattr(LAB, "gpu_arch", lambda: "sm_90")
     assert DISPATCH.plan(FP16, 64, 4096, 4096, sms=SMS).rule == "skinny"
-    assert DISPATCH.plan(FP16, 64, 4096, 4096, sms=SMS, arch="sm_90").rule == "wgmma"    # asked, not live
+    assert DISPATCH.plan(FP16, 4096, 4096, 4096, sms=SMS).rule == "tiles"
+    assert DISPATCH.plan(FP16, 64, 4096, 4096, sms=SMS, arch="sm_90").rule == "wgmma-split"    # asked, not live
 
 
 def test_make_sanitize_checks_every_build_the_dispatcher_launches():
