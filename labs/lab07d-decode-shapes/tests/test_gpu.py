@@ -121,7 +121,7 @@ HOPPER_CASES = [  # (shape, the rule on Hopper): odd M, partial tiles in N and i
     ((64, 2048, 8), "wgmma-split"), ((17, 1024, 136), "wgmma-split"), ((64, 4224, 72), "wgmma-split"),
     ((64, 8192, 8192), "wgmma"), ((40, 5000, 1000), "wgmma"),
     ((2048, 64, 1024), "narrow-wgmma"), ((2050, 24, 136), "narrow-wgmma"),
-    ((1000, 1000, 1000), "tiles-wgmma"), ((257, 520, 64), "tiles-wgmma")]
+    ((2000, 2000, 1000), "tiles-wgmma"), ((2056, 1032, 520), "tiles-wgmma")]
 
 
 @needs_gpu
