@@ -114,49 +114,31 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
     __syncthreads();
     if constexpr (CLUSTER > 1 && DECODE_PROBE != 2) cluster_arrive_relaxed();  // "this block has started"
 
-    if (wg == 0) {                                       // ---- producer: one thread of warp 0 ----
+    if (wg == 0) {                                       // ---- producer ----
         setmaxnreg_dec<40>();
-        if (tid >= 32) {                                 // warps 1-3 of the producer warpgroup: idle
-            if constexpr (CLUSTER > 1 && DECODE_PROBE != 2) cluster_wait();   // pairs the arrive at the top
-            return;
-        }
-        const auto a_tile = [&](int i) { return smem + (i % STAGES) * STAGE_BYTES; };
-        const auto load_b = [&](int i) {
+        if constexpr (MCAST > 1) cluster_wait();         // the partner's barriers exist: multicast may start
+        if (tid == 0) {
+            for (int i = 0; i < n; ++i) {
+                const int s = i % STAGES, t = t0 + i;
+                if (i >= STAGES) mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
+                unsigned char* a = smem + s * STAGE_BYTES;
+                mbar_arrive_tx(&full[s], DECODE_PROBE == 1 ? STAGE_BYTES - A_TILE : STAGE_BYTES);
+                if constexpr (MCAST == 1) {
+                    if (DECODE_PROBE != 1) tma_load_2d(a, &tmA, t * BK, tm * BM, &full[s]);
+                } else if (DECODE_PROBE != 1 && i % MCAST == rank) {   // the producers take turns
+                    tma_load_2d_multicast(a, &tmA, t * BK, tm * BM, &full[s], (1 << MCAST) - 1);
+                }
 #pragma unroll
-            for (int p = 0; p < BN / 64; ++p)
-                tma_load_2d(a_tile(i) + A_TILE + p * B_PANEL, &tmB, tn * BN + p * 64, (t0 + i) * BK, &full[i % STAGES]);
-        };
-        const auto load_a = [&](int i) {                 // MCAST: the producers take turns, slice by slice
-            if constexpr (DECODE_PROBE == 1) return;
-            if constexpr (MCAST == 1) tma_load_2d(a_tile(i), &tmA, (t0 + i) * BK, tm * BM, &full[i % STAGES]);
-            else if (i % MCAST == rank)
-                tma_load_2d_multicast(a_tile(i), &tmA, (t0 + i) * BK, tm * BM, &full[i % STAGES], (1 << MCAST) - 1);
-        };
-        const uint32_t bytes = DECODE_PROBE == 1 ? STAGE_BYTES - A_TILE : STAGE_BYTES;
-        const int first = min(n, STAGES);                // slices whose stages start empty
-        if (tid == 0) {
-            for (int i = 0; i < first; ++i) {
-                mbar_arrive_tx(&full[i], bytes);
-                load_b(i);                               // own shared memory: no need to wait for the partner
-                if constexpr (MCAST == 1) load_a(i);
+                for (int p = 0; p < BN / 64; ++p)
+                    tma_load_2d(a + A_TILE + p * B_PANEL, &tmB, tn * BN + p * 64, t * BK, &full[s]);
             }
         }
-        if constexpr (CLUSTER > 1 && DECODE_PROBE != 2) cluster_wait();   // the partner's barriers exist now
-        if (tid == 0) {
-            if constexpr (MCAST > 1)
-                for (int i = 0; i < first; ++i) load_a(i);
-            for (int i = first; i < n; ++i) {
-                mbar_wait(&empty[i % STAGES], ((i / STAGES) - 1) & 1);
-                mbar_arrive_tx(&full[i % STAGES], bytes);
-                load_a(i);
-                load_b(i);
-            }
-        }
+        if constexpr (KSPLIT > 1 && DECODE_PROBE != 2) cluster_wait();   // pairs the arrive at the top
         return;
     }
     // ---- consumer ----
     setmaxnreg_inc<232>();
-    if constexpr (MCAST > 1) cluster_wait();             // before its first arrival on the partner's barrier
+    if constexpr (MCAST > 1) cluster_wait();
     float acc[ACC];
 #pragma unroll
     for (int j = 0; j < ACC; ++j) acc[j] = 0.f;
