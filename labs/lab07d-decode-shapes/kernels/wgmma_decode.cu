@@ -99,8 +99,7 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
     const int tn = blockIdx.x / KSPLIT, tm = blockIdx.y;
     const int KT = (K + BK - 1) / BK;                    // K slices of the whole problem
     const int per = (KT + KSPLIT - 1) / KSPLIT;
-    const int part = KSPLIT > 1 ? rank : 0;              // which 1 / KSPLIT of K (MCAST's pairs: all of it)
-    const int t0 = min(KT, part * per), n = min(KT, t0 + per) - t0;   // this block's slices
+    const int t0 = min(KT, rank * per), n = min(KT, t0 + per) - t0;   // this block's slices
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
 
     if (threadIdx.x == 0) {
