@@ -193,7 +193,8 @@ SKINNY_FP16_M64 = _retiled(SKINNY_FP16, MT=4, WARPS_K=2, REGDB=1)
 # H200), the two blocks of a cluster split K and add their halves through distributed shared memory:
 # 64 x 4096^2 in 13.7 us, 102.6 % of cuBLAS, where lab 7c's h4 with the same tile took 15.9 on 64
 # SMs; at 17..32 rows the same build beat skinny_fp16 at N = 4096 (102.6 against 92.8 %). Wider N
-# has enough tiles for every SM without a split (64 x 8192^2: 98.1 %, skinny_fp16 96.6 %). H200,
+# has enough tiles for every SM without a split (64 x 8192^2: 98.1 %, skinny_fp16 96.6 %); with fewer
+# rows the unsplit build lost (33 x 8192^2: 76 %), so 33..47 rows stay on skinny_fp16 there. H200,
 # 2026-12-02: README "FP16 at M = 64 on Hopper", results/lab07d-wgmma-decode_*.json. sm_90a only:
 # the dispatcher skips these rules on other GPUs.
 WGMMA_DECODE_SPLIT = WGMMA_DECODE                         # the file's defaults: KSPLIT = 2
@@ -234,9 +235,9 @@ DISPATCH = [
      "N and K multiples of 8: TMA + wgmma, K split over 2-block clusters, partials added in shared memory",
      lambda s: 16 < s.M <= 64 and s.N >= 1024 and 2 * -(-s.N // 64) <= s.sms and _chunks(s),
      {"fp16_tensor": WGMMA_DECODE_SPLIT}),
-    ("wgmma", "33 <= M <= 64 in FP16 on Hopper, 64-column tiles for at most every SM, N and K multiples of 8: "
+    ("wgmma", "48 <= M <= 64 in FP16 on Hopper, 64-column tiles for at most every SM, N and K multiples of 8: "
      "the same without the split",
-     lambda s: 32 < s.M <= 64 and s.N >= 1024 and -(-s.N // 64) <= s.sms and _chunks(s),
+     lambda s: 48 <= s.M <= 64 and s.N >= 1024 and -(-s.N // 64) <= s.sms and _chunks(s),
      {"fp16_tensor": WGMMA_DECODE_WIDE}),
     ("skinny", "17 <= M <= 32 in FP16, N and K multiples of 8: the same with 32-row tiles",
      lambda s: s.M <= 32 and _chunks(s), {"fp16_tensor": SKINNY_FP16_M32}),

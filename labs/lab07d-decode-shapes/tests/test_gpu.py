@@ -119,7 +119,7 @@ HOPPER_CASES = [  # (shape, the rule on Hopper): odd M, partial tiles in N and i
                  # 64-deep TMA box: the second block of a cluster gets no K at all), N not whole tiles
     ((33, 2048, 2048), "wgmma-split"), ((47, 2056, 1032), "wgmma-split"), ((64, 4096, 4096), "wgmma-split"),
     ((64, 2048, 8), "wgmma-split"), ((17, 1024, 136), "wgmma-split"), ((64, 4224, 72), "wgmma-split"),
-    ((64, 8192, 8192), "wgmma"), ((40, 5000, 1000), "wgmma"),
+    ((64, 8192, 8192), "wgmma"), ((49, 5000, 1000), "wgmma"),
     ((2048, 64, 1024), "narrow-wgmma"), ((2050, 24, 136), "narrow-wgmma"),
     ((2000, 2000, 1000), "tiles-wgmma"), ((2056, 1032, 520), "tiles-wgmma")]
 

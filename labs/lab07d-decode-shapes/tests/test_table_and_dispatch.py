@@ -69,6 +69,8 @@ def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_sh
     (FP16, (64, 4224, 4096), "wgmma-split", "wgmma_decode", ""),     # 66 tiles x 2 = 132 blocks: one wave
     (FP16, (64, 4232, 4096), "wgmma", "wgmma_decode", ""),           # 67 tiles: two blocks each would not fit
     (FP16, (64, 8192, 8192), "wgmma", "wgmma_decode", ""),
+    (FP16, (48, 8192, 8192), "wgmma", "wgmma_decode", ""),
+    (FP16, (40, 8192, 8192), "skinny", "skinny_fp16", "vec"),        # the unsplit build lost with few rows
     (FP16, (32, 8192, 8192), "skinny", "skinny_fp16", "vec"),
     (FP16, (64, 520, 8192), "skinny", "skinny_fp16", "vec"),         # 9 tiles: unmeasured for wgmma_decode
     (FP16, (64, 16384, 4096), "skinny", "skinny_fp16", "vec"),       # 256 tiles: more than one wave
