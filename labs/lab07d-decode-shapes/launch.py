@@ -44,7 +44,11 @@ from typing import Callable, Optional
 
 import numpy as np
 
-KEEP_WORKSPACES = 4        # shapes whose workspace stays allocated (a sweep moves on shape by shape)
+KEEP_WORKSPACES = 8        # workspaces kept allocated, the oldest freed first. An interleaved
+                           # timing (common/timing.py) cycles through every row it times: with more split
+                           # rows than this at one shape, each call would allocate inside its own timing
+                           # (measured: splitk_fp32 at 132 splits took 248 us instead of 66 in a timing of six
+                           # split counts with 4 kept: results/lab07d-splitk-more-splits-thrashed_*.json)
 
 _plans = {}                # (main function, M, N, K, hook) -> _Plan
 _workspaces = {}           # (M, N, splits), ("ticket", tiles, splits, tile floats) or ("fused", M, N, splits)
@@ -198,7 +202,7 @@ class _Plan:
     def run(self, a, b, c, stream):
         v = self.values
         ws = _workspaces.get(self.ws_key)
-        if ws is None:                             # freed when KEEP_WORKSPACES newer shapes came
+        if ws is None:                             # freed when KEEP_WORKSPACES newer ones came
             ws = _workspace(self.ws_key)
         v["A"], v["B"], v["C"], v["workspace"] = a, b, c, ws
         self.func.prepared_async_call(self.grid, self.block, stream, *[v[x] for x in self.names],
