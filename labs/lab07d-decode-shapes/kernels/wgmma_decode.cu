@@ -1,4 +1,4 @@
-// wgmma_decode.cu: FP16 decode at M = 33..64 on Hopper. lab 7c's TMA + wgmma pipeline, with K split
+// wgmma_decode.cu: FP16 decode at M = 17..64 on Hopper. lab 7c's TMA + wgmma pipeline, with K split
 // across the blocks of a thread-block cluster and the partial tiles added through distributed
 // shared memory: no workspace, no ticket, no second kernel.
 //
@@ -15,7 +15,8 @@
 // 64 of the 132 SMs, and each of them must pull 1 MB (all of A and its 64 columns of B) through
 // its own port. cuBLAS (ncu: nvjet_sm90_hss_64x32_64x16_1x2, 128 blocks in clusters of 2) gives
 // every weight byte to one of 128 SMs. Here the KSPLIT blocks of a cluster share one output tile
-// and each takes 1 / KSPLIT of K: 64 tiles x 2 = 128 blocks, and each SM pulls 512 KB.
+// and each takes 1 / KSPLIT of K: 64 tiles x 2 = 128 blocks, and each SM pulls 512 KB. Where the
+// tiles alone fill the SMs (N = 8192: 128 tiles) the dispatcher builds it with KSPLIT = 1: no cluster.
 //
 // The reduction. The consumer warpgroup's warp w holds rows 16 w .. 16 w + 15 of the tile (wgmma's
 // accumulator layout, hopper_ptx.cuh). Those rows belong to cluster rank w / (4 / KSPLIT): every
@@ -29,7 +30,8 @@
 // 64 x 4096 x 4096 the reduction then cost 0.9 us of 14.1; with st.async, 0.56 us of 13.7.)
 //
 // Tiles and why: BM = 64 (one consumer warpgroup, one m64 wgmma: decode has at most 64 rows),
-// BN = 64 (N = 4096 gives 64 tiles; BN = 128 with KSPLIT = 4 gives as many blocks), BK = 64 (one
+// BN = 64 (N = 4096 gives 64 tiles; BN = 128 with KSPLIT = 4 would give as many blocks, but only 30
+// clusters of 4 fit on the H200 at once: two waves, 74 % of cuBLAS against 102 %), BK = 64 (one
 // 128-byte swizzle row), STAGES = 8: 8 x 16 KB = 128 KB in flight per SM (lab 7d's README: depth is
 // what a streaming kernel needs; h4 with 4 stages took 23 us where 8 took 15.8).
 //
