@@ -37,6 +37,7 @@ splits x tiles x BM x BN floats then `tiles` unsigned counters, zeroed once when
 left zeroed by every launch that completes; one per (tiles, splits, BM x BN) layout, never shared with
 the two-kernel rows (their partials would overwrite the counters).
 """
+import functools
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -212,17 +213,16 @@ class _Plan:
 
 
 # --- wgmma_decode: lab 7c's TMA launch on a grid of clusters along K -----------------------------
-_lab7c_launch = None
+@functools.lru_cache(maxsize=None)
+def _lab7c_launch():
+    from common.lab import load
+    return load("lab07c-hopper-wgmma").module("launch")
 
 
 def wgmma_clusters(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
     """wgmma_decode: grid (ceil(N / BN) KSPLIT, ceil(M / BM)), the KSPLIT blocks of a cluster (the shape
     is compiled in, __cluster_dims__) side by side along x; the tensor maps are lab 7c's (its launch.py,
     tma_launch, prepares them once per shape and pointers)."""
-    global _lab7c_launch
-    if _lab7c_launch is None:
-        from common.lab import load
-        _lab7c_launch = load("lab07c-hopper-wgmma").module("launch")
     bm, bn = kernel.tile
     grid = (-(-N // bn) * kernel.tiling.value("KSPLIT"), -(-M // bm))
-    _lab7c_launch.tma_launch(kernel, M, N, K, a, b, c, stream, grid)
+    _lab7c_launch().tma_launch(kernel, M, N, K, a, b, c, stream, grid)

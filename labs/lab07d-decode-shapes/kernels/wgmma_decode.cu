@@ -27,7 +27,8 @@
 // construction, so nobody waits for a block that has not started; an arrive at the top and a
 // wait before the first remote store make sure the owner's mbarrier is initialised before bytes
 // land on it. (The first version ended with a cluster barrier instead, release / acquire: at
-// 64 x 4096 x 4096 the reduction then cost 0.9 us of 14.1; with st.async, 0.56 us of 13.7.)
+// 64 x 4096 x 4096 the reduction then cost 0.9 us of 14.1; with st.async, 0.56 us of 13.7, both
+// against a build without the reduction: the probe builds are in the history at 744e903.)
 //
 // Tiles and why: BM = 64 (one consumer warpgroup, one m64 wgmma: decode has at most 64 rows),
 // BN = 64 (N = 4096 gives 64 tiles; BN = 128 with KSPLIT = 4 would give as many blocks, but only 30
@@ -50,10 +51,6 @@
 #endif
 #ifndef KSPLIT
 #define KSPLIT 2    // blocks per cluster, each 1 / KSPLIT of K for the same output tile
-#endif
-
-#ifndef DECODE_PROBE
-#define DECODE_PROBE 0  // measurement builds (results wrong by design): 1 = A never loaded, 2 = no reduction
 #endif
 
 #define BM 64       // one consumer warpgroup, one m64 wgmma: decode's rows
@@ -107,7 +104,7 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
         mbar_fence_init();
     }
     __syncthreads();
-    if constexpr (KSPLIT > 1 && DECODE_PROBE != 2) cluster_arrive_relaxed();   // "this block has started"
+    if constexpr (KSPLIT > 1) cluster_arrive_relaxed();   // "this block has started"
 
     if (wg == 0) {                                       // ---- producer ----
         setmaxnreg_dec<40>();
@@ -116,14 +113,14 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
                 const int s = i % STAGES, t = t0 + i;
                 if (i >= STAGES) mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
                 unsigned char* a = smem + s * STAGE_BYTES;
-                mbar_arrive_tx(&full[s], DECODE_PROBE == 1 ? STAGE_BYTES - A_TILE : STAGE_BYTES);
-                if (DECODE_PROBE != 1) tma_load_2d(a, &tmA, t * BK, tm * BM, &full[s]);
+                mbar_arrive_tx(&full[s], STAGE_BYTES);
+                tma_load_2d(a, &tmA, t * BK, tm * BM, &full[s]);
 #pragma unroll
                 for (int p = 0; p < BN / 64; ++p)
                     tma_load_2d(a + A_TILE + p * B_PANEL, &tmB, tn * BN + p * 64, t * BK, &full[s]);
             }
         }
-        if constexpr (KSPLIT > 1 && DECODE_PROBE != 2) cluster_wait();   // pairs the arrive at the top
+        if constexpr (KSPLIT > 1) cluster_wait();   // pairs the arrive at the top
         return;
     }
     // ---- consumer ----
@@ -146,7 +143,7 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
     wgmma_wait<0>();
     keep_in_regs(acc);
 
-    if constexpr (KSPLIT == 1 || DECODE_PROBE == 2) {
+    if constexpr (KSPLIT == 1) {
         store_acc_64xN<BN>(acc, C, M, N, tm * BM, tn * BN, tid);
     } else {
         const int warp = tid / 32, lane = tid % 32, owner = warp / WARPS_PER_OWNER;

@@ -301,3 +301,21 @@ def test_only_a_full_sweep_is_named_as_the_record():
     assert record_stem(LAB, argparse.Namespace(shapes="split-k"), None, every) == "lab07d-sweep-split-k"
     assert record_stem(LAB, argparse.Namespace(shapes="decode"), ["gemm"], every) == "lab07d-sweep-decode-gemm"
     assert record_stem(LAB, argparse.Namespace(shapes="1x4096x4096"), None, ["fp16"]) == "lab07d-sweep-1x4096x4096-fp16"
+
+
+def test_wgmma_decodes_launch_puts_a_clusters_blocks_side_by_side_along_x(monkeypatch):
+    """The hook's grid (no GPU: lab 7c's launch is replaced by a recorder): ceil(N / 64) tiles times
+    KSPLIT blocks along x, ceil(M / 64) along y; the unsplit build one block per tile."""
+    launch = LAB.module("launch")
+    grids = []
+
+    class Recorder:
+        @staticmethod
+        def tma_launch(kernel, M, N, K, a, b, c, stream, grid):
+            grids.append(grid)
+    monkeypatch.setattr(launch, "_lab7c_launch", lambda: Recorder)
+    split, wide = LAB.bind(LAB.table.WGMMA_DECODE_SPLIT), LAB.bind(LAB.table.WGMMA_DECODE_WIDE)
+    launch.wgmma_clusters(split, None, 64, 4096, 4096, 0, 0, 0, 1.0, 0.0, None)
+    launch.wgmma_clusters(split, None, 65, 4097, 8, 0, 0, 0, 1.0, 0.0, None)
+    launch.wgmma_clusters(wide, None, 64, 8192, 8192, 0, 0, 0, 1.0, 0.0, None)
+    assert grids == [(128, 1), (2 * 65, 2), (128, 1)]
