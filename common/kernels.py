@@ -14,8 +14,9 @@
     kernel.launch(func, M, N, K, a, b, c, alpha=1, beta=0)   one launch on the default stream
     load_function(cubin, entry, shared_bytes, signature)     PyCUDA function from a cubin (cached)
 
-Argument lists (Kernel.args), named from this vocabulary: M N K and splits (int), alpha and beta
-(float), A B C and workspace (device pointers). The two the course's kernels use:
+Argument lists (Kernel.args), named from this vocabulary: M N K, splits, dp_tiles and workers (int:
+split-K's splits; stream-K's whole tiles and the blocks that share the rest), alpha and beta (float),
+A B C and workspace (device pointers). The two the course's kernels use:
     ABC         (int M, int N, int K, const T* A, const T* B, float* C)           C = A B
     ALPHA_BETA  (int M, int N, int K, float alpha, const T* A, const T* B, float beta, float* C)
 A row whose kernel needs something else (a tensor map by value, a cluster launch) gives `launch_hook`:
@@ -35,7 +36,7 @@ from .tiling import Tiling
 ABC = ("M", "N", "K", "A", "B", "C")
 ALPHA_BETA = ("M", "N", "K", "alpha", "A", "B", "beta", "C")
 _ARG_TYPES = {"M": "i", "N": "i", "K": "i", "splits": "i", "alpha": "f", "beta": "f",
-              "A": "P", "B": "P", "C": "P", "workspace": "P"}
+              "A": "P", "B": "P", "C": "P", "workspace": "P", "dp_tiles": "i", "workers": "i"}
 
 
 def _always(M, N, K):

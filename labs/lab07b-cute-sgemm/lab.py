@@ -13,6 +13,7 @@ from common.kernels import ALPHA_BETA, Kernel
 from common.lab import load
 from common.targets import Tuning
 
+from .launch import StreamK
 from .models import BANK_ACCESSES, BANK_MAIN_LOOPS  # noqa: F401  (the bank model's data)
 from .tuning import candidates, reason_illegal
 
@@ -30,13 +31,13 @@ CUTE_FLAGS = ("--expt-relaxed-constexpr",)
 
 # The worklog's model of the operand reads: every value by its own 32-bit LDS, 8 of A and 8 of B per k for
 # 64 FFMA; c5's permutation makes B two LDS.128 per k. `make sass` sets what nvcc compiled beside it.
-WORKLOG_LOADS = {"c1": 16 / 64, "c2": 16 / 64, "c3": 16 / 64, "c4": 16 / 64, "c5": (8 + 2) / 64}
+WORKLOG_LOADS = {"c1": 16 / 64, "c2": 16 / 64, "c3": 16 / 64, "c4": 16 / 64, "c5": (8 + 2) / 64, "c6": 4 / 64}
 
 
-def _row(name, source, title, claim):
+def _row(name, source, title, claim, args=ALPHA_BETA, **more):
     return Kernel(name, source, {"vec": f"cute_sgemm_{name}_vec", "scalar": f"cute_sgemm_{name}_scalar"}, "fp32",
-                  choose=_vec4, args=ALPHA_BETA, nvcc_flags=CUTE_FLAGS, include_dirs=(cutlass_include,),
-                  title=title, claim=claim, model={"smem_loads_per_ffma": WORKLOG_LOADS[name]})
+                  choose=_vec4, args=args, nvcc_flags=CUTE_FLAGS, include_dirs=(cutlass_include,),
+                  title=title, claim=claim, model={"smem_loads_per_ffma": WORKLOG_LOADS[name]}, **more)
 
 
 CUTE = [
@@ -51,12 +52,17 @@ CUTE = [
     _row("c5", "c5_wide_epilogue.cu", "c4 + a permuted MMA layout: 128-bit loads and stores of C",
          "each thread's outputs come in groups of 4 along n: STG.E.128 (the worklog's final kernel)"),
 ]
+# Past the worklog: c5's tuned form with a stream-K tail (c6_stream_k.cu): the last, partial wave of
+# tiles is shared evenly by every resident block. Its launch (grid, workspace) is launch.py's.
+C6 = _row("c6", "c6_stream_k.cu", "c5 tuned + a stream-K tail: the last wave's tiles split evenly over the resident blocks",
+          "no SM idles in the last wave: the 3 % that wave quantization costs c5 (and cuBLAS) at 4096^3",
+          args=ALPHA_BETA + ("dp_tiles", "workers", "workspace"), launch_hook=StreamK())
 
 # The FP32 rows of lab 7 in the same table: v7 (the chapter's warp tiling) and v8 (past the chapter).
 # The v8 row is v8's defaults; lab 7's own `make bench` adds the build its `make tune` recorded for this GPU
 # (results/lab07-tuned_<gpu>.json in lab 7), 1-3 points faster on the H200.
 LAB7 = load("lab07-matmul-registers")
-LADDERS = {"fp32": [LAB7.kernel("v7"), LAB7.kernel("v8")] + CUTE}
+LADDERS = {"fp32": [LAB7.kernel("v7"), LAB7.kernel("v8")] + CUTE + [C6]}
 BENCH_SIZES = [2048, 4096, 8192]
 SELFCHECK_SHAPES = [(1, 1, 1), (17, 33, 9), (127, 129, 132), (129, 127, 64), (1000, 3, 520), (256, 260, 64)]
 

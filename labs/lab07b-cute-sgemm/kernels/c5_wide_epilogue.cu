@@ -168,13 +168,14 @@ using TiledMma = decltype(make_tiled_mma(UniversalFMA<float, float, float>{},
     Layout<Shape<Int<THR_M>, Int<THR_N>, _1>, Stride<Int<THR_N>, _1, _0>>{},
     Tile<cute::conditional_t<A_MMAJOR == 1, PermM, TileM>, PermN, TileK>{}));
 
-template <bool VEC>
-__device__ __forceinline__ void body(int M, int N, int K, float alpha, const float* A, const float* B,
-                                     float beta, float* C)
+// The product of block tile (bm, bn) over the k-tiles [kt0, kt1) of K (c5 itself: all of them), then
+// finish(acc, gC, thr_mma, m_left, n_left, inside): the accumulators, the tile of C, the MMA's thread
+// slice, the rows and columns of C left from the tile's corner, and whether the tile lies wholly inside.
+// c6 (stream-K) calls it with part of K and its own finish.
+template <bool VEC, class Finish>
+__device__ __forceinline__ void tile_range(int M, int N, int K, const float* A, const float* B, float* C,
+                                           int bm, int bn, int kt0, int kt1, Finish&& finish)
 {
-    int bm, bn;
-    cute_sgemm::raster(GROUP, bm, bn);
-
     Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, _1{}));   // (M, K)
     Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(_1{}, N));   // (N, K)
     Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(N, _1{}));   // (M, N)
@@ -203,8 +204,6 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     Tensor tBcB = thr_b.partition_S(make_identity_tensor(make_shape(TileN{}, TileK{})));   // (CPY, CPY_N, CPY_K)
     const int m_left = M - bm * BM, n_left = N - bn * BN;
     const bool inside = m_left >= BM && n_left >= BN;
-    const int k_tiles = (K + BK - 1) / BK;
-
     // Tile t into buffer s. A block wholly inside the matrices copies unpredicated; at an edge each
     // 16-byte (vec) or 4-byte (scalar) copy is predicated on its first element's coordinate, and a
     // false predicate zero-fills (cp.async with src-size 0), so the MMA multiplies zeros there.
@@ -239,7 +238,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     // "wait until at most STAGES-2 groups are pending" always means "the next tile has landed").
     CUTE_UNROLL
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < k_tiles) load_tile(s, s);
+        if (kt0 + s < kt1) load_tile(kt0 + s, s);
         cp_async_fence();
     }
     cp_async_wait<STAGES - 2>();
@@ -251,8 +250,8 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     // Main loop. Tile t+STAGES-1 is copied into the buffer tile t-1 left; then per k-block: load the
     // next k-block into the other register set, and multiply this one (gemm: the outer product of
     // the thread's 8 A and 8 B values, 64 FFMA). One barrier per tile.
-    for (int t = 0; t < k_tiles; ++t) {
-        if (t + STAGES - 1 < k_tiles) load_tile(t + STAGES - 1, write);
+    for (int t = kt0; t < kt1; ++t) {
+        if (t + STAGES - 1 < kt1) load_tile(t + STAGES - 1, write);
         cp_async_fence();
         CUTE_UNROLL
         for (int k = 0; k < BK; ++k) {
@@ -270,6 +269,14 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
         }
     }
 
+    finish(tCrC, tCgC, thr_mma, m_left, n_left, inside);
+}
+
+// C = alpha acc + beta C for one block tile: 128-bit rows inside C (vec), per element at its edges.
+template <bool VEC, class TR, class TG, class Thr>
+__device__ __forceinline__ void store_tile(TR const& tCrC, TG& tCgC, Thr const& thr_mma, int m_left, int n_left,
+                                           bool inside, float alpha, float beta)
+{
     if (VEC && inside) {
         cute_sgemm::store_c_rows_vec(tCrC, tCgC, alpha, beta);
     } else {
@@ -278,8 +285,21 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     }
 }
 
+template <bool VEC>
+__device__ __forceinline__ void body(int M, int N, int K, float alpha, const float* A, const float* B,
+                                     float beta, float* C)
+{
+    int bm, bn;
+    cute_sgemm::raster(GROUP, bm, bn);
+    tile_range<VEC>(M, N, K, A, B, C, bm, bn, 0, (K + BK - 1) / BK,
+                    [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
+                        store_tile<VEC>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
+                    });
+}
+
 }  // namespace c5
 
+#ifndef C5_BODY_ONLY   // c6_stream_k.cu includes this file for its body, with its own entry points
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c5_vec(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
 {
@@ -291,3 +311,4 @@ cute_sgemm_c5_scalar(int M, int N, int K, float alpha, const float* A, const flo
 {
     c5::body<false>(M, N, K, alpha, A, B, beta, C);
 }
+#endif

@@ -1,6 +1,7 @@
 // cute_sgemm.cuh -- lab 7b: what every rung shares, so that each kernel file shows only its own idea.
 //
 //   cute_sgemm::raster(group, bm, bn)         block rasterization: the block's tile coordinates (m, n)
+//   cute_sgemm::raster_of(pid, gx, gy, group, bm, bn)   the same for tile number pid of a gx x gy grid
 //   cute_sgemm::store_c_scalar(...)           C = alpha acc + beta C per element, predicated at the edges;
 //                                             with beta == 0 C is never read
 //   cute_sgemm::store_c_rows_vec(...)         the same with 128-bit loads and stores (c5's wide epilogue),
@@ -27,19 +28,26 @@ using namespace cute;
 // Rasterization: blocks launch in blockIdx order, x fastest. With group > 1 the linear block number
 // walks `group` block rows down before moving one column right, so blocks resident together share A
 // and B panels in L2. group == 1 is launch order.
-__device__ __forceinline__ void raster(int group, int& bm, int& bn)
+// raster_of: the same walk for tile number pid of a gx x gy grid of tiles (a kernel that numbers its
+// tiles itself: c6's stream-K).
+__device__ __forceinline__ void raster_of(int pid, int gx, int gy, int group, int& bm, int& bn)
 {
-    bm = blockIdx.y;
-    bn = blockIdx.x;
+    bm = pid / gx;
+    bn = pid % gx;
     if (group > 1) {
-        const int pid = blockIdx.y * gridDim.x + blockIdx.x;
-        const int per_group = group * gridDim.x;
+        const int per_group = group * gx;
         const int first = (pid / per_group) * group;
-        const int rows = min(static_cast<int>(gridDim.y) - first, group);
+        const int rows = min(gy - first, group);
         const int r = pid % per_group;
         bm = first + r % rows;
         bn = r / rows;
     }
+}
+
+__device__ __forceinline__ void raster(int group, int& bm, int& bn)
+{
+    raster_of(static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x), static_cast<int>(gridDim.x),
+              static_cast<int>(gridDim.y), group, bm, bn);
 }
 
 // C = alpha * acc + beta * C, one element at a time, only where the coordinate lies inside C.

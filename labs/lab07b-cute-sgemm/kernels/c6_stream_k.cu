@@ -1,0 +1,171 @@
+// c6_stream_k.cu -- lab 7b, c6: c5 (its tuned form) + a stream-K tail: the last wave's tiles shared out
+// evenly over every resident block, so that no SM idles while others finish the wave
+//
+// C = alpha * A * B + beta * C, row-major FP32, A is M x K, B is K x N, C is M x N, any M, N, K >= 1.
+// With beta == 0, C is never read (it may hold NaN).
+// Entry points: cute_sgemm_c6_vec    K % 4 == 0 and N % 4 == 0 (c5's vec)
+//               cute_sgemm_c6_scalar any shape
+//   (int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
+//    int dp_tiles, int workers, float* workspace)
+// Launch: 1-D grid of dp_tiles + workers blocks of THREADS, SMEM_BYTES of dynamic shared memory (c5's).
+//   workspace: workers x BM x BN floats (one partial tile per worker), then `workers` flags, zero before
+//   the first launch; every launch leaves them zero.
+//
+// Why. c5 runs one 128 x 128 tile per block, two blocks per SM: 264 tiles at a time on the H200's 132
+// SMs. At 4096^3 there are 1024 tiles: three full waves (792) and a fourth of 232, in which 32 SMs run
+// one block and 100 run two: the kernel takes 4 waves' time for 3.88 waves of work. Measured on the
+// H200 (results/lab07b-c5-waves_*.json): tuned c5 runs 2.8 % more TFLOP/s at 3072 x 4224 x 4096, whose
+// 792 tiles are exactly 3 waves, than at 4096^3. (cuBLAS's 256 x 128 kernel quantizes the same way:
+// 512 tiles on 132 SMs are 3.88 waves.) Stream-K (Osama et al., PPoPP 2023) cuts the iteration space
+// (tiles x k-tiles) into equal shares instead of whole tiles.
+//
+// The schedule (the host picks dp_tiles and workers; launch.py, StreamK):
+//   blocks 0 .. dp_tiles-1    data-parallel: one whole tile each, exactly c5 (c5's raster order)
+//   blocks dp_tiles + w       worker w of `workers` (the blocks that fit on the GPU at once): the
+//                             k-tile iterations [w I / workers, (w+1) I / workers) of the remaining
+//                             tiles, I = (tiles - dp_tiles) x k_tiles, tile by tile
+// A worker's share is a few segments: the end of one tile, whole tiles, the start of another. For a
+// segment that ends its tile, the worker is the tile's owner: it waits for the workers before it that
+// hold the tile's earlier k-tiles, adds their partial tiles to its own in worker order, and stores C
+// (alpha, beta). A segment that stops before its tile's end is written as a partial tile to
+// workspace[w], then flags[w] is set. So each worker writes at most one partial (its last segment),
+// each partial has one reader (the owner), who clears the flag: C is bitwise repeatable for a given
+// GPU (the same shares and additions in the same order on every run), though not equal bit for bit to
+// c5, which adds the k-tiles of a tile in one chain.
+// Waiting is safe because an owner waits only for workers with smaller block numbers: blocks start in
+// block-number order, so those have started (or finished) and never wait for a later block. A wait of
+// 10 s traps instead of hanging.
+//
+// Defaults: the tuned c5 of the H200 (A_MMAJOR = 1, MIN_BLOCKS = 2, GROUP = 8; results/lab07b-tuned_*.json).
+//
+// SASS to look for: c5's main loop (FFMA, LDS.128, LDGSTS, one BAR.SYNC per tile); in the owner's wait
+// LDG.E.STRONG.GPU and NANOSLEEP; the partials stored with STG.E.128 after MEMBAR.SC.GPU (the release),
+// read back as LDG.E.128.STRONG.GPU (__ldcg: from L2). No LDL/STL.
+
+#ifndef A_MMAJOR
+#define A_MMAJOR 1  // c5's tuned layout of A on the H200: m-major, lab 7's v8
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 2 // two blocks per SM (at most 128 registers): 16 warps
+#endif
+#ifndef GROUP
+#define GROUP 8     // rasterization: 8 block rows walked together
+#endif
+
+#define C5_BODY_ONLY   // c5's body and parameters, without its entry points
+#include "c5_wide_epilogue.cu"
+
+namespace c6 {
+using namespace cute;
+
+// The accumulators of one thread, as float4 groups: a partial tile is ACC4 x THREADS float4, the
+// thread's group i at [i * THREADS + tid], so that a warp writes and reads 512 contiguous bytes.
+constexpr int ACC = (BM / THR_M) * (BN / THR_N);
+constexpr int ACC4 = ACC / 4;
+static_assert(ACC % 4 == 0, "c6: a thread's accumulators are moved as float4");
+
+__device__ __forceinline__ long long share_start(int w, long long iters, int workers)
+{
+    return static_cast<long long>(w) * iters / workers;
+}
+
+// The partial tile of worker w: the thread's accumulators, then (thread 0) the flag, released.
+template <class TR>
+__device__ __forceinline__ void publish(TR const& acc, float4* part, unsigned* flag)
+{
+    CUTE_UNROLL
+    for (int i = 0; i < ACC4; ++i)
+        __stcg(part + i * THREADS + threadIdx.x, make_float4(acc(4 * i), acc(4 * i + 1), acc(4 * i + 2), acc(4 * i + 3)));
+    __threadfence();                          // this thread's partial is visible GPU-wide ...
+    __syncthreads();                          // ... for every thread of the block, before the flag
+    if (threadIdx.x == 0) {
+        asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(1u) : "memory");
+    }
+}
+
+// Wait until worker w's flag is set (thread 0; acquire), then clear it: the partial is read once.
+__device__ __forceinline__ void wait_for(unsigned* flag)
+{
+    if (threadIdx.x == 0) {
+        long long t0 = clock64();
+        unsigned v = 0;
+        for (;;) {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(flag) : "memory");
+            if (v) break;
+            __nanosleep(64);
+            if (clock64() - t0 > 20000000000LL) __trap();   // ~10 s: a worker that never came
+        }
+        *flag = 0u;                           // for the next launch (same stream: it starts after this one)
+    }
+    __syncthreads();
+}
+
+template <bool VEC>
+__device__ __forceinline__ void body(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                                     float* C, int dp_tiles, int workers, float* workspace)
+{
+    const int gx = (N + BN - 1) / BN, gy = (M + BM - 1) / BM;
+    const int k_tiles = (K + BK - 1) / BK;
+    const int b = blockIdx.x;
+    auto store = [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
+        c5::store_tile<VEC>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
+    };
+    if (b < dp_tiles) {                       // a whole tile: c5
+        int bm, bn;
+        cute_sgemm::raster_of(b, gx, gy, GROUP, bm, bn);
+        c5::tile_range<VEC>(M, N, K, A, B, C, bm, bn, 0, k_tiles, store);
+        return;
+    }
+    const int w = b - dp_tiles;
+    float4* const parts = reinterpret_cast<float4*>(workspace);
+    unsigned* const flags = reinterpret_cast<unsigned*>(workspace + static_cast<size_t>(workers) * BM * BN);
+    const long long iters = static_cast<long long>(gx * gy - dp_tiles) * k_tiles;
+    const long long end = share_start(w + 1, iters, workers);
+    bool first = true;
+    for (long long it = share_start(w, iters, workers); it < end;) {
+        const int tile = static_cast<int>(it / k_tiles);
+        const int kt0 = static_cast<int>(it % k_tiles);
+        const int kt1 = static_cast<int>(min(static_cast<long long>(k_tiles), kt0 + (end - it)));
+        const long long tile_begin = static_cast<long long>(tile) * k_tiles;
+        int bm, bn;
+        cute_sgemm::raster_of(dp_tiles + tile, gx, gy, GROUP, bm, bn);
+        if (!first) __syncthreads();          // the last segment's reads of shared memory are done
+        first = false;
+        c5::tile_range<VEC>(M, N, K, A, B, C, bm, bn, kt0, kt1,
+            [&](auto& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
+                if (kt1 < k_tiles) {          // the tile goes on in the next worker: a partial
+                    publish(acc, parts + static_cast<size_t>(w) * ACC4 * THREADS, flags + w);
+                    return;
+                }
+                // The owner: the workers before this one whose shares reach into this tile, nearest first
+                for (int v = w - 1; v >= 0 && share_start(v + 1, iters, workers) > tile_begin; --v) {
+                    if (share_start(v, iters, workers) == share_start(v + 1, iters, workers)) continue;   // empty share
+                    wait_for(flags + v);
+                    const float4* p = parts + static_cast<size_t>(v) * ACC4 * THREADS + threadIdx.x;
+                    CUTE_UNROLL
+                    for (int i = 0; i < ACC4; ++i) {
+                        const float4 q = __ldcg(p + i * THREADS);
+                        acc(4 * i) += q.x; acc(4 * i + 1) += q.y; acc(4 * i + 2) += q.z; acc(4 * i + 3) += q.w;
+                    }
+                }
+                store(acc, gC, thr, m_left, n_left, inside);
+            });
+        it = tile_begin + kt1;
+    }
+}
+
+}  // namespace c6
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+cute_sgemm_c6_vec(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
+                  int dp_tiles, int workers, float* workspace)
+{
+    c6::body<true>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, workspace);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+cute_sgemm_c6_scalar(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
+                     int dp_tiles, int workers, float* workspace)
+{
+    c6::body<false>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, workspace);
+}

@@ -1,0 +1,80 @@
+"""c6's stream-K schedule, checked without a GPU: launch.py's rule and the kernel's share arithmetic,
+mirrored here in Python (c6_stream_k.cu, body()), cover every k-tile of every tile exactly once, give
+each worker at most one partial tile to hand on, and make every owner wait only for earlier blocks
+(the condition under which the waits cannot deadlock). And the SASS of c6's hand-off."""
+import importlib
+import math
+
+import pytest
+
+from common import targets
+from common.testing import lab_of, needs_cuobjdump
+
+LAB = lab_of(__file__)
+launch = importlib.import_module(f"{LAB.package}.launch")
+
+
+def _segments(tiles, k_tiles, dp_tiles, workers):
+    """Every block's segments (tile, kt0, kt1), as c6's body() walks them."""
+    blocks = [[(t, 0, k_tiles)] for t in range(dp_tiles)]
+    iters = (tiles - dp_tiles) * k_tiles
+    start = lambda w: w * iters // workers   # noqa: E731  (share_start)
+    for w in range(workers):
+        segs, it, end = [], start(w), start(w + 1)
+        while it < end:
+            tile, kt0 = divmod(it, k_tiles)
+            kt1 = min(k_tiles, kt0 + (end - it))
+            segs.append((dp_tiles + tile, kt0, kt1))
+            it = tile * k_tiles + kt1
+        blocks.append(segs)
+    return blocks
+
+
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3072, 4224, 4096), (1, 1, 1), (17, 33, 9),
+          (4097, 2050, 99), (4096, 2048, 200), (128, 128, 65536), (300, 300, 1), (2176, 2176, 512)]
+
+
+@pytest.mark.parametrize("resident", [264, 132, 114, 84, 1])   # H200, one block per SM, A100-like, a small GPU
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_schedule_covers_every_k_tile_once_with_one_partial_per_worker(shape, resident):
+    M, N, K = shape
+    tiles, k_tiles = math.ceil(M / 128) * math.ceil(N / 128), math.ceil(K / 32)
+    dp, workers = launch.schedule(tiles, k_tiles, resident)
+    assert 0 <= dp <= tiles and 0 <= workers <= resident and (workers > 0 or dp == tiles)
+    blocks = _segments(tiles, k_tiles, dp, workers)
+    covered = {}
+    for b, segs in enumerate(blocks):
+        assert sum(kt1 < k_tiles for _, _, kt1 in segs) <= 1, (b, segs)          # one partial at most ...
+        assert all(kt1 == k_tiles for _, _, kt1 in segs[:-1]), (b, segs)        # ... and it is the last segment
+        for t, kt0, kt1 in segs:
+            assert 0 <= kt0 < kt1 <= k_tiles
+            for kt in range(kt0, kt1):
+                assert (t, kt) not in covered, (t, kt)
+                covered[(t, kt)] = b
+    assert len(covered) == tiles * k_tiles
+    for t in range(tiles):
+        owner = covered[(t, k_tiles - 1)]
+        assert all(covered[(t, kt)] <= owner for kt in range(k_tiles))          # waits only for earlier blocks
+
+
+def test_schedule_at_4096_cubed_on_the_h200_is_three_whole_waves_and_a_shared_tail():
+    assert launch.schedule(1024, 128, 264) == (792, 264)      # 232 tiles shared by 264 blocks
+    assert launch.schedule(792, 128, 264) == (792, 0)         # whole waves: c5's schedule
+    assert launch.schedule(289, 16, 264) == (0, 264)          # a thin tail joins the wave before it
+
+
+@pytest.fixture(scope="module")
+def sass():
+    needs_cuobjdump()
+    return {c["kernel"]: c for c in targets.sass_counts(LAB, "sm_90", [LAB.kernel("c6")]).values()}
+
+
+@pytest.mark.parametrize("v", ["vec", "scalar"])
+def test_c6_keeps_c5s_main_loop_and_hands_partials_on_through_l2(sass, v):
+    c = sass[f"c6/{v}"]
+    ops = c["opcodes"]
+    assert c["FFMA"] >= 64 * 32 and c["LDL/STL"] == 0
+    assert ops.get("NANOSLEEP", 0) > 0                                         # the owner's wait
+    assert any(op.startswith("LDG") and "STRONG.GPU" in op for op in ops), ops  # acquire and __ldcg loads
+    assert any(op.startswith("MEMBAR") for op in ops), ops                     # the release before the flag
+    assert not any(op.startswith(("ATOM", "RED")) for op in ops), ops          # no atomics: an ordered sum
