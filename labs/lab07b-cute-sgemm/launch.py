@@ -28,6 +28,8 @@ def schedule(tiles, k_tiles, workers):
     tail = tiles % workers
     if tiles > workers and 2 * tail < workers:
         tail += workers
+    if tail * k_tiles >= 2**31:                            # the kernel counts the shared iterations in an int
+        return tiles, 0
     return tiles - tail, min(workers, tail * k_tiles)      # no worker without a k-tile
 
 

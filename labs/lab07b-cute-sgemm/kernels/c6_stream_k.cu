@@ -28,7 +28,9 @@
 // segment that ends its tile, the worker is the tile's owner: it waits for the workers before it that
 // hold the tile's earlier k-tiles, adds their partial tiles to its own in worker order, and stores C
 // (alpha, beta). A segment that stops before its tile's end is written as a partial tile to
-// workspace[w], then flags[w] is set. So each worker writes at most one partial (its last segment),
+// workspace[w], then flags[w] is set. The partial is computed first: the next worker waits for it,
+// and if this worker first waited for its own predecessor, every worker would wait for the one
+// before it, a chain through the whole GPU (the first build did that: 36 % of cuBLAS at 4096^3). So each worker writes at most one partial (its last segment),
 // each partial has one reader (the owner), who clears the flag: C is bitwise repeatable for a given
 // GPU (the same shares and additions in the same order on every run), though not equal bit for bit to
 // c5, which adds the k-tiles of a tile in one chain.
@@ -64,9 +66,11 @@ constexpr int ACC = (BM / THR_M) * (BN / THR_N);
 constexpr int ACC4 = ACC / 4;
 static_assert(ACC % 4 == 0, "c6: a thread's accumulators are moved as float4");
 
-__device__ __forceinline__ long long share_start(int w, long long iters, int workers)
+// The first k-tile iteration of worker w's share (iterations counted over the shared tiles; the host
+// keeps their number below 2^31).
+__device__ __forceinline__ int share_start(int w, int iters, int workers)
 {
-    return static_cast<long long>(w) * iters / workers;
+    return static_cast<int>(static_cast<long long>(w) * iters / workers);
 }
 
 // The partial tile of worker w: the thread's accumulators, then (thread 0) the flag, released.
@@ -110,27 +114,41 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     auto store = [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
         c5::store_tile<VEC>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
     };
-    if (b < dp_tiles) {                       // a whole tile: c5
-        int bm, bn;
-        cute_sgemm::raster_of(b, gx, gy, GROUP, bm, bn);
-        c5::tile_range<VEC>(M, N, K, A, B, C, bm, bn, 0, k_tiles, store);
-        return;
-    }
-    const int w = b - dp_tiles;
+    const bool whole = b < dp_tiles;          // a data-parallel block: one whole tile, as c5
+    const int w = b - dp_tiles;               // else worker w
     float4* const parts = reinterpret_cast<float4*>(workspace);
-    unsigned* const flags = reinterpret_cast<unsigned*>(workspace + static_cast<size_t>(workers) * BM * BN);
-    const long long iters = static_cast<long long>(gx * gy - dp_tiles) * k_tiles;
-    const long long end = share_start(w + 1, iters, workers);
-    bool first = true;
-    for (long long it = share_start(w, iters, workers); it < end;) {
-        const int tile = static_cast<int>(it / k_tiles);
-        const int kt0 = static_cast<int>(it % k_tiles);
-        const int kt1 = static_cast<int>(min(static_cast<long long>(k_tiles), kt0 + (end - it)));
-        const long long tile_begin = static_cast<long long>(tile) * k_tiles;
+    unsigned* const flags = reinterpret_cast<unsigned*>(workspace + static_cast<size_t>(max(workers, 0)) * BM * BN);
+    const int iters = (gx * gy - dp_tiles) * k_tiles;
+    const int s0 = whole ? 0 : share_start(w, iters, workers);
+    const int s1 = whole ? 0 : share_start(w + 1, iters, workers);
+    // The partial first: the share's last segment, when it stops inside its tile. Its owner, the next
+    // worker, waits for it, so it must not wait behind this worker's own waits (that would chain every
+    // worker to the one before it). Then the segments that end their tiles, in order: only they wait.
+    const bool has_partial = !whole && s1 > s0 && s1 % k_tiles != 0;
+    const int owned_end = has_partial ? max(s0, (s1 - 1) / k_tiles * k_tiles) : s1;
+    int it = s0;
+    // One call site of c5's tile product (one copy of its main loop in the binary), in a loop over
+    // the block's segments: k-tiles [kt0, kt1) of tile `tile` (numbered from the first shared tile).
+    for (int step = 0;; ++step) {
+        int tile, kt0, kt1;
+        if (whole) {
+            if (step > 0) break;
+            tile = b - dp_tiles; kt0 = 0; kt1 = k_tiles;
+        } else if (step == 0 && has_partial) {
+            tile = owned_end / k_tiles;
+            kt0 = owned_end % k_tiles;
+            kt1 = s1 - tile * k_tiles;
+        } else {
+            if (it >= owned_end) break;
+            tile = it / k_tiles;
+            kt0 = it % k_tiles;
+            kt1 = k_tiles;                    // owned segments end their tile (owned_end is a tile boundary)
+            it = (tile + 1) * k_tiles;
+        }
+        const int tile_begin = tile * k_tiles;
         int bm, bn;
         cute_sgemm::raster_of(dp_tiles + tile, gx, gy, GROUP, bm, bn);
-        if (!first) __syncthreads();          // the last segment's reads of shared memory are done
-        first = false;
+        if (step > 0) __syncthreads();        // the previous segment's reads of shared memory are done
         c5::tile_range<VEC>(M, N, K, A, B, C, bm, bn, kt0, kt1,
             [&](auto& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
                 if (kt1 < k_tiles) {          // the tile goes on in the next worker: a partial
@@ -138,7 +156,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
                     return;
                 }
                 // The owner: the workers before this one whose shares reach into this tile, nearest first
-                for (int v = w - 1; v >= 0 && share_start(v + 1, iters, workers) > tile_begin; --v) {
+                for (int v = whole ? -1 : w - 1; v >= 0 && share_start(v + 1, iters, workers) > tile_begin; --v) {
                     if (share_start(v, iters, workers) == share_start(v + 1, iters, workers)) continue;   // empty share
                     wait_for(flags + v);
                     const float4* p = parts + static_cast<size_t>(v) * ACC4 * THREADS + threadIdx.x;
@@ -150,7 +168,6 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
                 }
                 store(acc, gC, thr, m_left, n_left, inside);
             });
-        it = tile_begin + kt1;
     }
 }
 

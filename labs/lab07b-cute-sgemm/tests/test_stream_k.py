@@ -1,7 +1,7 @@
 """c6's stream-K schedule, checked without a GPU: launch.py's rule and the kernel's share arithmetic,
 mirrored here in Python (c6_stream_k.cu, body()), cover every k-tile of every tile exactly once, give
-each worker at most one partial tile to hand on, and make every owner wait only for earlier blocks
-(the condition under which the waits cannot deadlock). And the SASS of c6's hand-off."""
+each worker at most one partial tile to hand on, computed before the worker waits for anything, and
+make every owner wait only for earlier blocks (so the waits neither chain nor deadlock). And the SASS of c6's hand-off."""
 import importlib
 import math
 
@@ -15,17 +15,24 @@ launch = importlib.import_module(f"{LAB.package}.launch")
 
 
 def _segments(tiles, k_tiles, dp_tiles, workers):
-    """Every block's segments (tile, kt0, kt1), as c6's body() walks them."""
+    """Every block's segments (tile, kt0, kt1) in the order c6's body() runs them: a worker's partial
+    (the end of its share, when that stops inside a tile) first, then the segments that end their tiles."""
     blocks = [[(t, 0, k_tiles)] for t in range(dp_tiles)]
     iters = (tiles - dp_tiles) * k_tiles
     start = lambda w: w * iters // workers   # noqa: E731  (share_start)
     for w in range(workers):
-        segs, it, end = [], start(w), start(w + 1)
-        while it < end:
-            tile, kt0 = divmod(it, k_tiles)
-            kt1 = min(k_tiles, kt0 + (end - it))
-            segs.append((dp_tiles + tile, kt0, kt1))
-            it = tile * k_tiles + kt1
+        s0, s1 = start(w), start(w + 1)
+        has_partial = s1 > s0 and s1 % k_tiles != 0
+        owned_end = max(s0, (s1 - 1) // k_tiles * k_tiles) if has_partial else s1
+        segs = []
+        if has_partial:
+            tile = owned_end // k_tiles
+            segs.append((dp_tiles + tile, owned_end % k_tiles, s1 - tile * k_tiles))
+        it = s0
+        while it < owned_end:
+            tile = it // k_tiles
+            segs.append((dp_tiles + tile, it % k_tiles, k_tiles))
+            it = (tile + 1) * k_tiles
         blocks.append(segs)
     return blocks
 
@@ -45,7 +52,7 @@ def test_schedule_covers_every_k_tile_once_with_one_partial_per_worker(shape, re
     covered = {}
     for b, segs in enumerate(blocks):
         assert sum(kt1 < k_tiles for _, _, kt1 in segs) <= 1, (b, segs)          # one partial at most ...
-        assert all(kt1 == k_tiles for _, _, kt1 in segs[:-1]), (b, segs)        # ... and it is the last segment
+        assert all(kt1 == k_tiles for _, _, kt1 in segs[1:]), (b, segs)         # ... run before any wait
         for t, kt0, kt1 in segs:
             assert 0 <= kt0 < kt1 <= k_tiles
             for kt in range(kt0, kt1):
