@@ -127,9 +127,6 @@
 // tile multiplies whatever the buffers hold). 2: no mma.sync (copies, barriers, ldmatrix only: the
 // fragments are XORed into one register written to C, since ptxas deletes an ldmatrix nobody reads).
 // 3: as 1, and no barrier either. 4: the copies but no wait and no barrier (a race, on purpose).
-#ifndef T4_BIG
-#define T4_BIG 1       // experiment: 2 lifts the 64 x 64 warp-tile and register asserts (ptxas decides)
-#endif
 #ifndef T4_PROBE
 #define T4_PROBE 0
 #endif
@@ -142,7 +139,7 @@
 static_assert(WM % 16 == 0, "WM must be a multiple of 16: a warp tile is made of m16 mma tiles");
 static_assert(WN % 16 == 0, "WN must be a multiple of 16: one ldmatrix.x4.trans loads two n8 B tiles");
 static_assert(BM % WM == 0 && BN % WN == 0, "the block tile BM x BN must be a whole number of warp tiles");
-static_assert(WM * WN <= 64 * 64 * T4_BIG,
+static_assert(WM * WN <= 64 * 64,
               "a warp tile above 4096 outputs needs more than 128 accumulators per thread plus "
               "double-buffered fragments: more than 255 registers, so ptxas would spill");
 static_assert(BK == 32 || BK % 64 == 0,
@@ -156,7 +153,7 @@ static_assert((BM * BK / 8) % COPY_THREADS == 0, "every copying thread copies th
                                                  "chunks: BM*BK/8 must be a multiple of 32*COPY_WARPS");
 static_assert((BK * BN / 8) % COPY_THREADS == 0, "every copying thread copies the same number of 16-byte B "
                                                  "chunks: BK*BN/8 must be a multiple of 32*COPY_WARPS");
-static_assert(T4_BIG > 1 || THREADS * (WM * WN / 32 + 2 * (WM / 16 * 4 + WN / 8 * 2) + 40) <= 65536,
+static_assert(THREADS * (WM * WN / 32 + 2 * (WM / 16 * 4 + WN / 8 * 2) + 40) <= 65536,
               "registers: THREADS x (WM*WN/32 accumulators + double-buffered fragments + about 40) "
               "must fit the 65,536 registers of an SM, or __launch_bounds__ forces spills");
 static_assert(STAGES >= 2, "STAGES must be at least 2: one buffer read, one being filled");

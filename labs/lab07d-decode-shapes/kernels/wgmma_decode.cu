@@ -53,10 +53,6 @@
 #define KSPLIT 2    // blocks per cluster, each 1 / KSPLIT of K for the same output tile
 #endif
 
-#ifndef CACHE_HINTS
-#define CACHE_HINTS 0  // 1: B's loads evict_first, A's evict_last; 2: A's evict_last only
-#endif
-
 #define BM 64       // one consumer warpgroup, one m64 wgmma: decode's rows
 #define BK 64       // one 128-byte swizzle row of halves
 #define THREADS 256 // warpgroup 0: the TMA producer; warpgroup 1: the consumer
@@ -113,27 +109,15 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
     if (wg == 0) {                                       // ---- producer ----
         setmaxnreg_dec<40>();
         if (tid == 0) {
-#if CACHE_HINTS
-            const uint64_t keep = l2_policy_evict_last();
-            [[maybe_unused]] const uint64_t stream = l2_policy_evict_first();
-#endif
             for (int i = 0; i < n; ++i) {
                 const int s = i % STAGES, t = t0 + i;
                 if (i >= STAGES) mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
                 unsigned char* a = smem + s * STAGE_BYTES;
                 mbar_arrive_tx(&full[s], STAGE_BYTES);
-#if CACHE_HINTS
-                tma_load_2d_hint(a, &tmA, t * BK, tm * BM, &full[s], keep);
-#else
                 tma_load_2d(a, &tmA, t * BK, tm * BM, &full[s]);
-#endif
 #pragma unroll
                 for (int p = 0; p < BN / 64; ++p)
-#if CACHE_HINTS == 1
-                    tma_load_2d_hint(a + A_TILE + p * B_PANEL, &tmB, tn * BN + p * 64, t * BK, &full[s], stream);
-#else
                     tma_load_2d(a + A_TILE + p * B_PANEL, &tmB, tn * BN + p * 64, t * BK, &full[s]);
-#endif
             }
         }
         if constexpr (KSPLIT > 1) cluster_wait();   // pairs the arrive at the top
