@@ -44,9 +44,10 @@
 //
 // Defaults: the tuned c5 of the H200 (A_MMAJOR = 1, MIN_BLOCKS = 2, GROUP = 8; results/lab07b-tuned_*.json).
 //
-// SASS to look for: c5's main loop (FFMA, LDS.128, LDGSTS, one BAR.SYNC per tile); in the owner's wait
-// LDG.E.STRONG.GPU and NANOSLEEP; the partials stored with STG.E.128 after MEMBAR.SC.GPU (the release),
-// read back as LDG.E.128.STRONG.GPU (__ldcg: from L2). No LDL/STL.
+// SASS to look for: c5's main loop (FFMA, LDS.128, LDGSTS, one BAR.SYNC per tile) once; a partial
+// written as STG.E.128.STRONG.GPU (__stcg), then MEMBAR.SC.GPU (__threadfence) and the flag's release
+// (MEMBAR.ALL.GPU, STG.E.STRONG.GPU); the owner's wait LDG.E.STRONG.GPU (acquire) and NANOSLEEP, the
+// partial read back as LDG.E.128.STRONG.GPU (__ldcg: from L2). No atomics, no LDL/STL.
 
 #ifndef A_MMAJOR
 #define A_MMAJOR 1  // c5's tuned layout of A on the H200: m-major, lab 7's v8
