@@ -28,15 +28,16 @@
 // segment that ends its tile, the worker is the tile's owner: it waits for the workers before it that
 // hold the tile's earlier k-tiles, adds their partial tiles to its own in worker order, and stores C
 // (alpha, beta). A segment that stops before its tile's end is written as a partial tile to
-// workspace[w], then flags[w] is set. The partial is computed first: the next worker waits for it,
-// and if this worker first waited for its own predecessor, every worker would wait for the one
-// before it, a chain through the whole GPU (the first build did that: 36 % of cuBLAS at 4096^3). So each worker writes at most one partial (its last segment),
-// each partial has one reader (the owner), who clears the flag: C is bitwise repeatable for a given
-// GPU (the same shares and additions in the same order on every run), though not equal bit for bit to
-// c5, which adds the k-tiles of a tile in one chain.
-// Waiting is safe because an owner waits only for workers with smaller block numbers: blocks start in
-// block-number order, so those have started (or finished) and never wait for a later block. A wait of
-// 10 s traps instead of hanging.
+// workspace[w], then flags[w] is set. So each worker writes at most one partial (the end of its share)
+// and each partial has one reader (the owner), who clears the flag: C is bitwise repeatable for a
+// given GPU (the same shares and additions in the same order on every run), though not equal bit for
+// bit to c5, which adds the k-tiles of a tile in one chain.
+// The partial is computed first. The next worker waits for it, and if this worker first waited for
+// its own predecessor, every worker would wait for the one before it: a chain through the whole GPU
+// (the first build did that: 36 % of cuBLAS at 4096^3).
+// Waiting is safe: an owner waits only for workers with smaller block numbers, blocks start in
+// block-number order, and no worker waits before its partial is out. A wait of 10 s traps instead of
+// hanging.
 //
 // Measured (README, "Past the worklog: c6"): 98.6-99.9 % of cuBLAS at 4096^3, 100 % at 8192^3. Its
 // whole tiles run 1.4 % slower than c5's own kernel: the one kernel's 128 registers serve both paths
