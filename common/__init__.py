@@ -18,6 +18,7 @@ its table (lab.py) that these read. `python -m common <target> --lab labs/<lab>`
     timing     CUDA-event timing, L2 flushed and the stream given a head start between repetitions
     cublas     cuBLAS SGEMM, FP16/BF16/TF32 GemmEx through ctypes, on PyCUDA's primary context
     tensor_maps  TMA tensor maps and launches PyCUDA cannot make (cuda-python's driver binding)
+    workspaces device scratch buffers a launch hook keeps between calls (split-K, stream-K partials)
     sass       cuobjdump -sass parsed into exact opcode counts per kernel
     ncu        Nsight Compute: find it, its command line (clocks never locked), its errors, its CSV
     ncu_metrics  which ncu metrics exist on which chip; loads per FFMA, excess wavefronts, top stalls

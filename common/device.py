@@ -4,7 +4,6 @@
     init_gpu()        -> the CUDA device, PyCUDA's primary context made current; CourseError if none
     gpu_facts()       -> dict: name, arch, cc, sms, clocks, L2 bytes, driver, memory
     detect_arch()     -> "sm_90" from nvidia-smi (no PyCUDA needed), or None
-    resident_blocks(func, threads, smem) -> blocks of a loaded function that fit on one SM at once
     peak_tflops(facts)-> {"fp32", "fp16_tensor", "bf16_tensor", "tf32_tensor": TFLOP/s, "note"} at the boost clock
     ARCH_PEAKS        the per-SM, per-clock rates behind those peaks (sources in the comments)
 """
@@ -160,25 +159,3 @@ def peak_tflops(facts):
     return {"fp32": rates["fp32"] * scale, "fp16_tensor": tensor * scale, "bf16_tensor": tensor * scale,
             "tf32_tensor": tensor / 2 * scale, "note": note}
 
-
-def resident_blocks(func, threads, dynamic_smem=0):
-    """How many blocks of a loaded PyCUDA function fit on one SM at once, from its registers and shared
-    memory and the device's limits (the CUDA occupancy rules: registers in units of 256 per warp, 1 KB
-    of shared memory reserved per block). For a kernel that spreads work over the resident blocks
-    (stream-K): an estimate that is off only balances the work less well."""
-    a = _driver().device_attribute
-    attr = init_gpu().get_attributes()
-
-    def limit(name, default):
-        key = getattr(a, name, None)
-        return attr.get(key, default) if key is not None else default
-    warps = -(-threads // 32)
-    per_warp = -(-((getattr(func, "num_regs", 0) or 0) * 32) // 256) * 256
-    smem = dynamic_smem + (getattr(func, "shared_size_bytes", 0) or 0)
-    limits = [limit("MAX_THREADS_PER_MULTIPROCESSOR", 2048) // max(threads, 1),
-              limit("MAX_BLOCKS_PER_MULTIPROCESSOR", 32)]
-    if per_warp:
-        limits.append(limit("MAX_REGISTERS_PER_MULTIPROCESSOR", 65536) // (per_warp * warps))
-    if smem and limit("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR", 0):
-        limits.append(limit("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR", 0) // (smem + 1024))
-    return max(1, min(limits))

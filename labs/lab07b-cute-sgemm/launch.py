@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-_workspaces = {}   # (workers, tile floats) -> DeviceAllocation: partials, then zeroed flags
+from common.workspaces import Workspaces
+
+_workspaces = Workspaces()   # (workers, tile floats) -> partials, then the flags (common/workspaces.py)
 _plans = {}        # (entry function, M, N, K) -> _Plan
 
 
@@ -33,41 +35,38 @@ def schedule(tiles, k_tiles, workers):
     return tiles - tail, min(workers, tail * k_tiles)      # no worker without a k-tile
 
 
-def _workspace(workers, tile_floats):
-    import pycuda.driver as cuda
-    key = (workers, tile_floats)
-    ws = _workspaces.get(key)
-    if ws is None:
-        words = workers * tile_floats + workers
-        ws = cuda.mem_alloc(words * 4)
-        cuda.memset_d32(ws, 0, words)          # the flags must start at zero; each launch leaves them so
-        _workspaces[key] = ws
-    return ws
-
-
 def release():
-    import pycuda.driver as cuda
-    if _workspaces:
-        cuda.Context.synchronize()
-    for ws in _workspaces.values():
-        ws.free()
-    _workspaces.clear()
+    _workspaces.release()
     _plans.clear()
+
+
+def resident_blocks(func, k):
+    """Blocks of c6 that fit on the GPU at once: SMs x the occupancy of its ptxas registers and shared
+    memory (common/hierarchy.py, cuda_occupancy.h's rules). An estimate that is off only balances the
+    shares less well: correctness does not depend on it."""
+    from common.device import gpu_facts
+    from common.errors import CourseError
+    from common.hierarchy import occupancy
+    facts = gpu_facts()
+    try:
+        per_sm = occupancy(facts["arch"], k.threads, func.num_regs, func.shared_size_bytes, k.shared_bytes,
+                           facts=facts).blocks_per_sm
+    except CourseError:                        # an architecture the occupancy table does not know yet
+        per_sm = 1
+    return facts["sms"] * max(1, per_sm)
 
 
 class _Plan:
     def __init__(self, k, func, M, N, K):
-        from common.device import init_gpu, resident_blocks
-        import pycuda.driver as cuda
         bm, bn = k.tile
         tiles = math.ceil(M / bm) * math.ceil(N / bn)
         k_tiles = math.ceil(K / k.tiling.value("BK"))
-        sms = init_gpu().get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
-        resident = sms * resident_blocks(func, k.threads, k.shared_bytes)
+        resident = resident_blocks(func, k)
         self.dp_tiles, self.workers = schedule(tiles, k_tiles, resident)
         self.grid = (self.dp_tiles + self.workers, 1, 1)
         self.block, self.shared = (k.threads, 1, 1), k.shared_bytes
-        self.ws = _workspace(max(self.workers, 1), bm * bn)
+        w = max(self.workers, 1)                   # partials, then flags: zero at first, left zero by each launch
+        self.ws = _workspaces.get((w, bm * bn), w * bm * bn + w, zeroed=True)
         self.head = (np.int32(M), np.int32(N), np.int32(K))
         self.tail = (np.int32(self.dp_tiles), np.int32(self.workers))
 

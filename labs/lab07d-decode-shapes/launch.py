@@ -45,6 +45,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from common.workspaces import Workspaces
+
 KEEP_WORKSPACES = 8        # workspaces kept allocated, the oldest freed first. An interleaved
                            # timing (common/timing.py) cycles through every row it times: with more split
                            # rows than this at one shape, each call would allocate inside its own timing
@@ -52,8 +54,8 @@ KEEP_WORKSPACES = 8        # workspaces kept allocated, the oldest freed first. 
                            # split counts with 4 kept: results/lab07d-splitk-more-splits-thrashed_*.json)
 
 _plans = {}                # (main function, M, N, K, hook) -> _Plan
-_workspaces = {}           # (M, N, splits), ("ticket", tiles, splits, tile floats) or ("fused", M, N, splits)
-                           # -> DeviceAllocation, oldest first
+_workspaces = Workspaces(keep=KEEP_WORKSPACES)   # (M, N, splits), ("ticket", tiles, splits, tile floats)
+                           # or ("fused", M, N, splits) -> DeviceAllocation (common/workspaces.py)
 
 
 @dataclass(frozen=True)
@@ -126,36 +128,23 @@ def _workspace(key):
     """The workspace for `key`: (M, N, splits) of a two-kernel row (splits x M x N floats),
     ("ticket", tiles, splits, tile_floats) of a row that reduces itself (partials, then zeroed counters),
     or ("fused", M, N, splits) of a one-launch split (partials, then 2 zeroed counters)."""
-    import pycuda.driver as cuda
-    ws = _workspaces.get(key)
-    if ws is None:
-        while len(_workspaces) >= KEEP_WORKSPACES:
-            cuda.Context.synchronize()                 # no launch may still use what is freed
-            _workspaces.pop(next(iter(_workspaces))).free()
-        if key[0] == "ticket":                         # partials, then one counter per tile
-            _, tiles, splits, tile_floats = key
-            words, counters = splits * tiles * tile_floats + tiles, True
-        elif key[0] == "fused":                        # partials, then the grid's two counters
-            _, M, N, splits = key
-            words, counters = splits * M * N + 2, True
-        else:
-            M, N, splits = key
-            words, counters = splits * M * N, False
-        ws = cuda.mem_alloc(words * 4)
-        if counters:
-            cuda.memset_d32(ws, 0, words)              # the counters must start at zero
-        _workspaces[key] = ws
-    return ws
+    if key in _workspaces:
+        return _workspaces[key]
+    if key[0] == "ticket":                             # partials, then one counter per tile
+        _, tiles, splits, tile_floats = key
+        words, counters = splits * tiles * tile_floats + tiles, True
+    elif key[0] == "fused":                            # partials, then the grid's two counters
+        _, M, N, splits = key
+        words, counters = splits * M * N + 2, True
+    else:
+        M, N, splits = key
+        words, counters = splits * M * N, False
+    return _workspaces.get(key, words, zeroed=counters)   # the counters must start at zero
 
 
 def release():
     """Free the cached workspaces and forget the plans (a test that wants the memory back)."""
-    import pycuda.driver as cuda
-    if _workspaces:
-        cuda.Context.synchronize()
-    for ws in _workspaces.values():
-        ws.free()
-    _workspaces.clear()
+    _workspaces.release()
     _plans.clear()
 
 
@@ -202,9 +191,7 @@ class _Plan:
 
     def run(self, a, b, c, stream):
         v = self.values
-        ws = _workspaces.get(self.ws_key)
-        if ws is None:                             # freed when KEEP_WORKSPACES newer ones came
-            ws = _workspace(self.ws_key)
+        ws = _workspace(self.ws_key)               # kept, or again if KEEP_WORKSPACES newer ones came
         v["A"], v["B"], v["C"], v["workspace"] = a, b, c, ws
         self.func.prepared_async_call(self.grid, self.block, stream, *[v[x] for x in self.names],
                                       shared_size=self.shared)
