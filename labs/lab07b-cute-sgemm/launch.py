@@ -1,8 +1,10 @@
 """How lab 7b launches c6 (stream-K): which tiles run whole, how many blocks share the rest, and the
 workspace of partial tiles they hand each other (c6_stream_k.cu's header says what the kernel does).
 
-    StreamK()                   c6's launch_hook (common/kernels.py): the schedule per shape, worked out
-                                once, then each call is one launch
+    StreamK(launches=None)      c6's launch_hook (common/kernels.py): the schedule per shape, worked out
+                                once, then each call is one launch, or two (below); launches=1 or 2
+                                forces one way (2 falls back to 1 where it cannot run)
+    split_rows(dp_tiles, gx, group) -> the block rows of tiles that the two-launch schedule runs whole
     schedule(tiles, k_tiles, workers)  -> (dp_tiles, workers): the rule below, on its own (tests)
     release()                   free the cached workspaces
 
@@ -11,12 +13,24 @@ the H200). With tiles % workers == 0 every wave is full: all tiles run whole (no
 whole waves run whole and the last, partial wave's tiles are shared by all workers; when that tail is
 less than half a wave and there is a whole wave before it, one whole wave joins the tail, so that no
 worker's share is a sliver of a tile (many partials to add for one tile) but each is 0.5-1.5 tiles.
+
+Two launches (sm_90 and newer, with NVIDIA's cuda-python bindings; README, "c6 in two launches"). In
+one kernel, c6's whole tiles run 1.4 % slower than c5's own kernel: the workers' code shares its 128
+registers. So where it can, the hook splits C by rows: the top rows of tiles (whole groups of GROUP
+rows of the raster, at most the schedule's whole tiles) go to cute_sgemm_c6_whole_*, c5's code alone;
+the rows below are a GEMM of their own (A and C offset by those rows) under the same rule, launched
+with programmatic stream serialization: its blocks take the SMs as the first grid's last blocks
+leave them, as the one-kernel tail does. Without a whole group of rows, or before sm_90, or without
+the bindings, it is one launch.
 """
 import math
 from dataclasses import dataclass
+from typing import Optional
+from pathlib import Path
 
 import numpy as np
 
+from common.kernels import load_function
 from common.workspaces import Workspaces
 
 _workspaces = Workspaces()   # (workers, tile floats) -> partials, then the flags (common/workspaces.py)
@@ -33,6 +47,12 @@ def schedule(tiles, k_tiles, workers):
     if tail * k_tiles >= 2**31:                            # the kernel counts the shared iterations in an int
         return tiles, 0
     return tiles - tail, min(workers, tail * k_tiles)      # no worker without a k-tile
+
+
+def split_rows(dp_tiles, gx, group):
+    """Block rows of tiles that run whole in the two-launch schedule: whole raster groups of `group` rows
+    (the tile order of c6 and c5 is the same there) within the first dp_tiles tiles; 0: one launch."""
+    return (dp_tiles // (group * gx)) * group
 
 
 def release():
@@ -56,29 +76,111 @@ def resident_blocks(func, k):
     return facts["sms"] * max(1, per_sm)
 
 
-class _Plan:
-    def __init__(self, k, func, M, N, K):
-        bm, bn = k.tile
-        tiles = math.ceil(M / bm) * math.ceil(N / bn)
-        k_tiles = math.ceil(K / k.tiling.value("BK"))
-        resident = resident_blocks(func, k)
-        self.dp_tiles, self.workers = schedule(tiles, k_tiles, resident)
-        self.grid = (self.dp_tiles + self.workers, 1, 1)
-        self.block, self.shared = (k.threads, 1, 1), k.shared_bytes
-        w = max(self.workers, 1)                   # partials, then flags: zero at first, left zero by each launch
-        self.ws = _workspaces.get((w, bm * bn), w * bm * bn + w, zeroed=True)
-        self.head = (np.int32(M), np.int32(N), np.int32(K))
-        self.tail = (np.int32(self.dp_tiles), np.int32(self.workers))
-
-
 @dataclass(frozen=True)
 class StreamK:
-    """c6's launch: grid dp_tiles + workers, the workspace appended to c5's arguments."""
+    """c6's launch: one grid (dp_tiles + workers blocks), or the whole tiles and the tail as two."""
+    launches: Optional[int] = None      # None: two where they can run; 1 or 2: that many (2 needs sm_90+)
 
     def __call__(self, k, func, M, N, K, a, b, c, alpha, beta, stream):
-        key = (id(func), M, N, K)
+        key = (id(func), M, N, K, self.launches)
         p = _plans.get(key)
         if p is None:
-            p = _plans[key] = _Plan(k, func, M, N, K)
-        func.prepared_async_call(p.grid, p.block, stream, *p.head, np.float32(alpha), a, b, np.float32(beta), c,
-                                 *p.tail, p.ws, shared_size=p.shared)
+            p = _plans[key] = _Plan(k, func, M, N, K, self.launches)
+        p.run(a, b, c, alpha, beta, stream)
+
+
+def _two_launches_possible(arch):
+    """PDL needs sm_90 or newer and a driver launch with attributes (cuda.bindings): (possible, why not)."""
+    if int(arch[3:].rstrip("a")) < 90:
+        return False, f"{arch} has no programmatic dependent launch (sm_90 and newer)"
+    try:
+        import cuda.bindings.driver  # noqa: F401
+    except ImportError:
+        return False, "NVIDIA's cuda-python bindings are not installed (pip install cuda-bindings)"
+    return True, ""
+
+
+class _Plan:
+    def __init__(self, k, func, M, N, K, launches):
+        from common.device import gpu_facts
+        bm, bn = k.tile
+        gx, gy = math.ceil(N / bn), math.ceil(M / bm)
+        self.k_tiles = math.ceil(K / k.tiling.value("BK"))
+        self.resident = resident_blocks(func, k)
+        self.dp_tiles, self.workers = schedule(gx * gy, self.k_tiles, self.resident)
+        self.block, self.shared = (k.threads, 1, 1), k.shared_bytes
+        self.func, self.M, self.N, self.K = func, M, N, K
+        self.rows = 0
+        arch = gpu_facts()["arch"]
+        possible, self.why_one = _two_launches_possible(arch)
+        if launches != 1 and self.workers > 0 and possible:
+            self.rows = split_rows(self.dp_tiles, gx, k.tiling.value("GROUP"))
+        if self.rows == 0:
+            self.parts = [self._part(0, M, bm, bn)]
+            return
+        # Two launches: the top M_top rows whole, then the rows below as their own stream-K GEMM
+        m_top = self.rows * bm
+        variant = k.variant_for(M, N, K)
+        cubin = k.cubin(Path(k.path).parents[1] / "build", arch)
+        self.whole = load_function(str(cubin), f"cute_sgemm_c6_whole_{variant}", k.shared_bytes, "iiifPPfP")
+        self.whole_grid, self.m_top = (self.rows * gx, 1, 1), m_top
+        self.tail_func = _driver_function(str(cubin), k.entries[variant], k.shared_bytes)
+        bottom = self._part(m_top, M - m_top, bm, bn)
+        self.parts = [bottom]
+        self._launches = {}
+
+    def _part(self, m0, rows, bm, bn):
+        """The stream-K schedule of rows m0 .. m0 + rows - 1 of C: grid, tail arguments, workspace."""
+        tiles = math.ceil(rows / bm) * math.ceil(self.N / bn)
+        dp, workers = schedule(tiles, self.k_tiles, self.resident)
+        w = max(workers, 1)                   # partials, then flags: zero at first, left zero by each launch
+        ws = _workspaces.get((w, bm * bn), w * bm * bn + w, zeroed=True)
+        return {"m0": m0, "rows": rows, "dp_tiles": dp, "workers": workers, "grid": (dp + workers, 1, 1), "ws": ws}
+
+    @property
+    def launch_count(self):
+        return 2 if self.rows else 1
+
+    def run(self, a, b, c, alpha, beta, stream):
+        N, K = self.N, self.K
+        if not self.rows:
+            p = self.parts[0]
+            self.func.prepared_async_call(p["grid"], self.block, stream, np.int32(self.M), np.int32(N), np.int32(K),
+                                          np.float32(alpha), a, b, np.float32(beta), c,
+                                          np.int32(p["dp_tiles"]), np.int32(p["workers"]), p["ws"],
+                                          shared_size=self.shared)
+            return
+        self.whole.prepared_async_call(self.whole_grid, self.block, stream, np.int32(self.m_top), np.int32(N),
+                                       np.int32(K), np.float32(alpha), a, b, np.float32(beta), c,
+                                       shared_size=self.shared)
+        key = (int(a), int(b), int(c), float(alpha), float(beta), int(stream.handle) if stream else 0)
+        tail = self._launches.get(key)
+        if tail is None:
+            import ctypes
+            p = self.parts[0]
+            args = (self.M - self.m_top, N, K, float(alpha), ctypes.c_void_p(int(a) + 4 * self.m_top * K), b,
+                    float(beta), ctypes.c_void_p(int(c) + 4 * self.m_top * N), p["dp_tiles"], p["workers"], p["ws"])
+            tail = self._launches[key] = tm().Launch(self.tail_func, p["grid"], self.block, args, self.shared,
+                                                     key[-1], after_previous=True)
+        tail()
+
+
+def tm():
+    from common import tensor_maps
+    return tensor_maps
+
+
+_functions = {}
+
+
+def _driver_function(cubin, entry, smem):
+    """The tail's entry point loaded through the driver (a PyCUDA function cannot be launched with
+    attributes); once per cubin and entry."""
+    import os
+    key = (cubin, os.path.getmtime(cubin), entry)
+    if key not in _functions:
+        f = tm().Module(cubin).function(entry)
+        if smem > 48 * 1024:
+            tm().set_dynamic_smem(f, smem)
+        _functions[key] = f
+    return _functions[key]
