@@ -4,7 +4,6 @@ workspace of partial tiles they hand each other (c6_stream_k.cu's header says wh
     StreamK(launches=None)      c6's launch_hook (common/kernels.py): the schedule per shape, worked out
                                 once, then each call is one launch, or two (below); launches=1 or 2
                                 forces one way (2 falls back to 1 where it cannot run)
-    split_rows(dp_tiles, gx, group) -> the block rows of tiles that the two-launch schedule runs whole
     schedule(tiles, k_tiles, workers)  -> (dp_tiles, workers): the rule below, on its own (tests)
     release()                   free the cached workspaces
 
@@ -16,12 +15,11 @@ worker's share is a sliver of a tile (many partials to add for one tile) but eac
 
 Two launches (sm_90 and newer, with NVIDIA's cuda-python bindings; README, "c6 in two launches"). In
 one kernel, c6's whole tiles run 1.4 % slower than c5's own kernel: the workers' code shares its 128
-registers. So where it can, the hook splits C by rows: the top rows of tiles (whole groups of GROUP
-rows of the raster, at most the schedule's whole tiles) go to cute_sgemm_c6_whole_*, c5's code alone;
-the rows below are a GEMM of their own (A and C offset by those rows) under the same rule, launched
-with programmatic stream serialization: its blocks take the SMs as the first grid's last blocks
-leave them, as the one-kernel tail does. Without a whole group of rows, or before sm_90, or without
-the bindings, it is one launch.
+registers. So where it can, the hook runs the same schedule as two grids: the whole tiles by
+cute_sgemm_c6_whole_* (c5's code alone, blocks 0 .. dp_tiles-1 of the schedule), then c6 itself with
+tail_only = 1 (its first dp_tiles blocks return at once), launched with programmatic stream
+serialization, so that its workers take the SMs as the first grid's blocks leave them, as the
+one-kernel tail does. Before sm_90, or without the bindings, it is one launch.
 """
 import math
 from dataclasses import dataclass
@@ -47,12 +45,6 @@ def schedule(tiles, k_tiles, workers):
     if tail * k_tiles >= 2**31:                            # the kernel counts the shared iterations in an int
         return tiles, 0
     return tiles - tail, min(workers, tail * k_tiles)      # no worker without a k-tile
-
-
-def split_rows(dp_tiles, gx, group):
-    """Block rows of tiles that run whole in the two-launch schedule: whole raster groups of `group` rows
-    (the tile order of c6 and c5 is the same there) within the first dp_tiles tiles; 0: one launch."""
-    return (dp_tiles // (group * gx)) * group
 
 
 def release():
@@ -104,64 +96,41 @@ class _Plan:
     def __init__(self, k, func, M, N, K, launches):
         from common.device import gpu_facts
         bm, bn = k.tile
-        gx, gy = math.ceil(N / bn), math.ceil(M / bm)
-        self.k_tiles = math.ceil(K / k.tiling.value("BK"))
-        self.resident = resident_blocks(func, k)
-        self.dp_tiles, self.workers = schedule(gx * gy, self.k_tiles, self.resident)
+        tiles = math.ceil(M / bm) * math.ceil(N / bn)
+        k_tiles = math.ceil(K / k.tiling.value("BK"))
+        self.dp_tiles, self.workers = schedule(tiles, k_tiles, resident_blocks(func, k))
+        self.grid = (self.dp_tiles + self.workers, 1, 1)
         self.block, self.shared = (k.threads, 1, 1), k.shared_bytes
+        w = max(self.workers, 1)                   # partials, then flags: zero at first, left zero by each launch
+        self.ws = _workspaces.get((w, bm * bn), w * bm * bn + w, zeroed=True)
         self.func, self.M, self.N, self.K = func, M, N, K
-        self.rows = 0
         arch = gpu_facts()["arch"]
         possible, self.why_one = _two_launches_possible(arch)
-        if launches != 1 and self.workers > 0 and possible:
-            self.rows = split_rows(self.dp_tiles, gx, k.tiling.value("GROUP"))
-        if self.rows == 0:
-            self.parts = [self._part(0, M, bm, bn)]
-            return
-        # Two launches: the top M_top rows whole, then the rows below as their own stream-K GEMM
-        m_top = self.rows * bm
-        variant = k.variant_for(M, N, K)
-        cubin = k.cubin(Path(k.path).parents[1] / "build", arch)
-        self.whole = load_function(str(cubin), f"cute_sgemm_c6_whole_{variant}", k.shared_bytes, "iiifPPfP")
-        self.whole_grid, self.m_top = (self.rows * gx, 1, 1), m_top
-        self.tail_func = _driver_function(str(cubin), k.entries[variant], k.shared_bytes)
-        bottom = self._part(m_top, M - m_top, bm, bn)
-        self.parts = [bottom]
-        self._launches = {}
-
-    def _part(self, m0, rows, bm, bn):
-        """The stream-K schedule of rows m0 .. m0 + rows - 1 of C: grid, tail arguments, workspace."""
-        tiles = math.ceil(rows / bm) * math.ceil(self.N / bn)
-        dp, workers = schedule(tiles, self.k_tiles, self.resident)
-        w = max(workers, 1)                   # partials, then flags: zero at first, left zero by each launch
-        ws = _workspaces.get((w, bm * bn), w * bm * bn + w, zeroed=True)
-        return {"m0": m0, "rows": rows, "dp_tiles": dp, "workers": workers, "grid": (dp + workers, 1, 1), "ws": ws}
-
-    @property
-    def launch_count(self):
-        return 2 if self.rows else 1
+        self.launch_count = 2 if launches != 1 and possible and self.dp_tiles > 0 and self.workers > 0 else 1
+        if self.launch_count == 2:
+            variant = k.variant_for(M, N, K)
+            cubin = str(k.cubin(Path(k.path).parents[1] / "build", arch))
+            self.whole = load_function(cubin, f"cute_sgemm_c6_whole_{variant}", k.shared_bytes, "iiifPPfP")
+            self.tail_func = _driver_function(cubin, k.entries[variant], k.shared_bytes)
+            self._tails = {}
 
     def run(self, a, b, c, alpha, beta, stream):
-        N, K = self.N, self.K
-        if not self.rows:
-            p = self.parts[0]
-            self.func.prepared_async_call(p["grid"], self.block, stream, np.int32(self.M), np.int32(N), np.int32(K),
-                                          np.float32(alpha), a, b, np.float32(beta), c,
-                                          np.int32(p["dp_tiles"]), np.int32(p["workers"]), p["ws"],
-                                          shared_size=self.shared)
+        M, N, K = np.int32(self.M), np.int32(self.N), np.int32(self.K)
+        if self.launch_count == 1:
+            self.func.prepared_async_call(self.grid, self.block, stream, M, N, K, np.float32(alpha), a, b,
+                                          np.float32(beta), c, np.int32(self.dp_tiles), np.int32(self.workers),
+                                          self.ws, np.int32(0), shared_size=self.shared)
             return
-        self.whole.prepared_async_call(self.whole_grid, self.block, stream, np.int32(self.m_top), np.int32(N),
-                                       np.int32(K), np.float32(alpha), a, b, np.float32(beta), c,
-                                       shared_size=self.shared)
+        # Two: blocks 0 .. dp_tiles-1 as c6_whole's grid, then the same schedule's kernel with tail_only = 1
+        # (its first dp_tiles blocks return at once), launched to start before the first grid ends.
+        self.whole.prepared_async_call((self.dp_tiles, 1, 1), self.block, stream, M, N, K, np.float32(alpha),
+                                       a, b, np.float32(beta), c, shared_size=self.shared)
         key = (int(a), int(b), int(c), float(alpha), float(beta), int(stream.handle) if stream else 0)
-        tail = self._launches.get(key)
+        tail = self._tails.get(key)
         if tail is None:
-            import ctypes
-            p = self.parts[0]
-            args = (self.M - self.m_top, N, K, float(alpha), ctypes.c_void_p(int(a) + 4 * self.m_top * K), b,
-                    float(beta), ctypes.c_void_p(int(c) + 4 * self.m_top * N), p["dp_tiles"], p["workers"], p["ws"])
-            tail = self._launches[key] = tm().Launch(self.tail_func, p["grid"], self.block, args, self.shared,
-                                                     key[-1], after_previous=True)
+            args = (self.M, self.N, self.K, float(alpha), a, b, float(beta), c, self.dp_tiles, self.workers, self.ws, 1)
+            tail = self._tails[key] = tm().Launch(self.tail_func, self.grid, self.block, args, self.shared, key[-1],
+                                                  after_previous=True)
         tail()
 
 

@@ -6,8 +6,11 @@
 // Entry points: cute_sgemm_c6_vec    K % 4 == 0 and N % 4 == 0 (c5's vec)
 //               cute_sgemm_c6_scalar any shape
 //   (int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
-//    int dp_tiles, int workers, float* workspace)
-// Launch: 1-D grid of dp_tiles + workers blocks of THREADS, SMEM_BYTES of dynamic shared memory (c5's).
+//    int dp_tiles, int workers, float* workspace, int tail_only)
+//               cute_sgemm_c6_whole_vec / _scalar (M, N, K, alpha, A, B, beta, C): the whole tiles alone
+// Launch: 1-D grid of dp_tiles + workers blocks of THREADS, SMEM_BYTES of dynamic shared memory (c5's),
+//   tail_only = 0. Or, on sm_90 and newer, two grids (launch.py): cute_sgemm_c6_whole_* on dp_tiles
+//   blocks, then cute_sgemm_c6_* with tail_only = 1 by programmatic dependent launch (below).
 //   workspace: workers x BM x BN floats (one partial tile per worker), then `workers` flags, zero before
 //   the first launch; every launch leaves them zero.
 //
@@ -218,19 +221,22 @@ __device__ __forceinline__ void whole(int M, int N, int K, float alpha, const fl
 
 }  // namespace c6
 
-// The whole schedule in one launch, or the tail of the two-launch schedule (launch.py, StreamK).
+// The whole schedule in one launch (tail_only = 0), or the tail of the two-launch schedule (tail_only = 1:
+// blocks 0 .. dp_tiles-1 return at once, cute_sgemm_c6_whole_* ran them).
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_vec(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
-                  int dp_tiles, int workers, float* workspace)
+                  int dp_tiles, int workers, float* workspace, int tail_only)
 {
+    if (tail_only && static_cast<int>(blockIdx.x) < dp_tiles) return;   // the whole tiles' own grid has them
     c6::body<true>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, workspace);
     c6::wait_for_primary();
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_scalar(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
-                     int dp_tiles, int workers, float* workspace)
+                     int dp_tiles, int workers, float* workspace, int tail_only)
 {
+    if (tail_only && static_cast<int>(blockIdx.x) < dp_tiles) return;   // the whole tiles' own grid has them
     c6::body<false>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, workspace);
     c6::wait_for_primary();
 }

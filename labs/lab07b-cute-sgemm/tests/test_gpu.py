@@ -80,9 +80,9 @@ def test_c6_is_bitwise_repeatable(shape):
 @needs_gpu
 @pytest.mark.parametrize("launches", [1, 2])
 def test_c6_in_one_launch_and_in_two(launches):
-    """The one-kernel schedule and the two-launch one (whole rows by cute_sgemm_c6_whole_*, the rows
-    below as their own stream-K GEMM, launched with programmatic stream serialization) on shapes
-    that have both whole raster groups and a tail; on sm_90 and newer the second really is two."""
+    """The one-kernel schedule and the two-launch one (the whole tiles by cute_sgemm_c6_whole_*, then
+    c6 with tail_only = 1 launched with programmatic stream serialization) on shapes with whole tiles
+    and a tail; on sm_90 and newer the second really is two."""
     from dataclasses import replace
     launch = LAB.module("launch")
     k = replace(LAB.kernel("c6"), launch_hook=launch.StreamK(launches=launches))

@@ -89,32 +89,6 @@ def test_c6_keeps_c5s_main_loop_and_hands_partials_on_through_l2(sass, v):
 
 # --- the two-launch schedule (sm_90 and newer: launch.py's docstring) --------------------------
 
-@pytest.mark.parametrize("resident", [264, 132])
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_two_launches_split_c_at_whole_raster_groups_within_the_whole_tiles(shape, resident):
-    """The top rows are whole raster groups (so c6_whole's tile order is the one-launch order) and
-    no more than the one-launch schedule ran whole; the rows below are a stream-K GEMM of their own,
-    whose schedule covers every k-tile once (the rule above, on its tiles)."""
-    M, N, K = shape
-    gx, gy, k_tiles = math.ceil(N / 128), math.ceil(M / 128), math.ceil(K / 32)
-    dp, workers = launch.schedule(gx * gy, k_tiles, resident)
-    if workers == 0:
-        return                                       # whole waves only: one launch, c6 is c5
-    rows = launch.split_rows(dp, gx, 8)
-    assert rows % 8 == 0 and rows * gx <= dp and 0 <= rows < gy
-    if rows:
-        tiles_below = (gy - rows) * gx
-        dp2, workers2 = launch.schedule(tiles_below, k_tiles, resident)
-        blocks = _segments(tiles_below, k_tiles, dp2, workers2)
-        assert sum(kt1 - kt0 for segs in blocks for _, kt0, kt1 in segs) == tiles_below * k_tiles
-
-
-def test_two_launches_at_4096_cubed_on_the_h200():
-    assert launch.split_rows(792, 32, 8) == 24       # 3072 rows whole (768 tiles, c5's code) ...
-    assert launch.schedule(8 * 32, 128, 264) == (0, 264)   # ... and 1024 rows shared by 264 blocks
-    assert launch.split_rows(100, 32, 8) == 0        # less than one raster group whole: one launch
-
-
 def test_c6_whole_is_c5s_main_loop_and_signals_the_tail(sass):
     """cute_sgemm_c6_whole_vec is the tuned c5 (the same FFMA, LDS.128 and LDGSTS) plus PREEXIT
     (griddepcontrol.launch_dependents); the tail's entry points wait with ACQBULK (griddepcontrol.wait)
