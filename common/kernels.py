@@ -36,8 +36,7 @@ from .tiling import Tiling
 ABC = ("M", "N", "K", "A", "B", "C")
 ALPHA_BETA = ("M", "N", "K", "alpha", "A", "B", "beta", "C")
 _ARG_TYPES = {"M": "i", "N": "i", "K": "i", "splits": "i", "alpha": "f", "beta": "f",
-              "A": "P", "B": "P", "C": "P", "workspace": "P", "dp_tiles": "i", "workers": "i",
-              "tail_only": "i"}
+              "A": "P", "B": "P", "C": "P", "workspace": "P", "dp_tiles": "i", "workers": "i"}
 
 
 def _always(M, N, K):

@@ -10,12 +10,6 @@
                                   cuLaunchKernel with args packed by value: a Python int is an
                                   int32, a float a float32, a CUtensorMap its 128 bytes, a PyCUDA
                                   allocation or GPUArray a device pointer, a ctypes value as is
-    Launch(func, grid, block, args, smem=0, stream=0, after_previous=False)
-                                  the same launch prepared once (args packed, the launch config
-                                  built): calling it launches. after_previous=True launches with
-                                  programmatic stream serialization (sm_90 and newer): the kernel
-                                  may start before the previous kernel in the stream has finished,
-                                  once every block of that one has run griddepcontrol.launch_dependents
     sm_count()                    multiprocessors of the current device (for persistent grids)
     max_active_clusters(func, block, smem)
                                   clusters of a kernel that declares __cluster_dims__ that fit on
@@ -181,34 +175,3 @@ def launch(func, grid, block, args, smem=0, stream=0):
     block = tuple(block) + (1,) * (3 - len(block))
     _check(d.cuLaunchKernel(func, *grid, *block, int(smem), d.CUstream(int(stream)),
                             ctypes.addressof(params), 0), "cuLaunchKernel")
-
-
-class Launch:
-    """One kernel launch with its arguments packed and its cuLaunchKernelEx config built once: a
-    timed call does nothing in Python but the driver call (see launch() for the argument rules)."""
-
-    def __init__(self, func, grid, block, args, smem=0, stream=0, after_previous=False):
-        d = _drv()
-        self._func = func
-        self._held = [_as_param(a) for a in args]
-        self._params = (ctypes.c_void_p * max(1, len(self._held)))(*[addr for _, addr in self._held])
-        grid = tuple(grid) + (1,) * (3 - len(grid))
-        block = tuple(block) + (1,) * (3 - len(block))
-        cfg = d.CUlaunchConfig()
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
-        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
-        cfg.sharedMemBytes = int(smem)
-        cfg.hStream = d.CUstream(int(stream))
-        if after_previous:
-            attr = d.CUlaunchAttribute()
-            attr.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-            attr.value.programmaticStreamSerializationAllowed = 1
-            cfg.attrs = [attr]
-            cfg.numAttrs = 1
-        else:
-            cfg.numAttrs = 0
-        self._cfg = cfg
-
-    def __call__(self):
-        _check(_drv().cuLaunchKernelEx(self._cfg, self._func, ctypes.addressof(self._params), 0), "cuLaunchKernelEx")
-

@@ -6,11 +6,8 @@
 // Entry points: cute_sgemm_c6_vec    K % 4 == 0 and N % 4 == 0 (c5's vec)
 //               cute_sgemm_c6_scalar any shape
 //   (int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
-//    int dp_tiles, int workers, float* workspace, int tail_only)
-//               cute_sgemm_c6_whole_vec / _scalar (M, N, K, alpha, A, B, beta, C): the whole tiles alone
-// Launch: 1-D grid of dp_tiles + workers blocks of THREADS, SMEM_BYTES of dynamic shared memory (c5's),
-//   tail_only = 0. Or, on sm_90 and newer, two grids (launch.py): cute_sgemm_c6_whole_* on dp_tiles
-//   blocks, then cute_sgemm_c6_* with tail_only = 1 by programmatic dependent launch (below).
+//    int dp_tiles, int workers, float* workspace)
+// Launch: 1-D grid of dp_tiles + workers blocks of THREADS, SMEM_BYTES of dynamic shared memory (c5's).
 //   workspace: workers x BM x BN floats (one partial tile per worker), then `workers` flags, zero before
 //   the first launch; every launch leaves them zero.
 //
@@ -180,76 +177,18 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     }
 }
 
-// Programmatic dependent launch (sm_90 and newer; README, "c6 in two launches"). The whole tiles can
-// run as a grid of their own, c5's code alone in its kernel, and the stream-K tail as a second grid
-// launched with programmatic stream serialization: it may start while the first still runs.
-//   allow_dependents()  the first grid lets the second be scheduled: once every block of the first
-//                       has started, the second's blocks take SMs as the first's blocks leave them
-//   wait_for_primary()  the second grid's blocks wait, before they exit, until the first grid has
-//                       finished and its writes are visible: so the second's end is the end of both
-//                       for whatever the stream runs next. (The tail's tiles never read the whole
-//                       tiles' C, so nothing before that needs to wait.)
-// Both are no-ops without such a launch, and compiled out before sm_90.
-__device__ __forceinline__ void allow_dependents()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void wait_for_primary()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
-// The whole tiles alone: tile b of c6's schedule for block b, c5's tile product and epilogue.
-template <bool VEC>
-__device__ __forceinline__ void whole(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
-                                      float* C)
-{
-    allow_dependents();
-    const int gx = (N + BN - 1) / BN, gy = (M + BM - 1) / BM;
-    int bm, bn;
-    cute_sgemm::raster_of(blockIdx.x, gx, gy, GROUP, bm, bn);
-    c5::tile_range<VEC>(M, N, K, A, B, C, bm, bn, 0, (K + BK - 1) / BK,
-        [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
-            c5::store_tile<VEC>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
-        });
-}
-
 }  // namespace c6
 
-// The whole schedule in one launch (tail_only = 0), or the tail of the two-launch schedule (tail_only = 1:
-// blocks 0 .. dp_tiles-1 return at once, cute_sgemm_c6_whole_* ran them).
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_vec(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
-                  int dp_tiles, int workers, float* workspace, int tail_only)
+                  int dp_tiles, int workers, float* workspace)
 {
-    if (tail_only && static_cast<int>(blockIdx.x) < dp_tiles) return;   // the whole tiles' own grid has them
     c6::body<true>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, workspace);
-    c6::wait_for_primary();
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_scalar(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
-                     int dp_tiles, int workers, float* workspace, int tail_only)
+                     int dp_tiles, int workers, float* workspace)
 {
-    if (tail_only && static_cast<int>(blockIdx.x) < dp_tiles) return;   // the whole tiles' own grid has them
     c6::body<false>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, workspace);
-    c6::wait_for_primary();
-}
-
-// The whole tiles as a grid of their own (dp_tiles blocks), for the two-launch schedule.
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-cute_sgemm_c6_whole_vec(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
-{
-    c6::whole<true>(M, N, K, alpha, A, B, beta, C);
-}
-
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-cute_sgemm_c6_whole_scalar(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
-{
-    c6::whole<false>(M, N, K, alpha, A, B, beta, C);
 }

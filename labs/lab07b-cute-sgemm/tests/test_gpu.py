@@ -75,23 +75,3 @@ def test_c6_is_bitwise_repeatable(shape):
     first = LAB.matmul("c6", A, B)
     for _ in range(3):
         assert np.array_equal(first, LAB.matmul("c6", A, B))
-
-
-@needs_gpu
-@pytest.mark.parametrize("launches", [1, 2])
-def test_c6_in_one_launch_and_in_two(launches):
-    """The one-kernel schedule and the two-launch one (the whole tiles by cute_sgemm_c6_whole_*, then
-    c6 with tail_only = 1 launched with programmatic stream serialization) on shapes with whole tiles
-    and a tail; on sm_90 and newer the second really is two."""
-    from dataclasses import replace
-    launch = LAB.module("launch")
-    k = replace(LAB.kernel("c6"), launch_hook=launch.StreamK(launches=launches))
-    launch.release()
-    for shape, beta in (((4096, 2048, 200), 0.0), ((4097, 2050, 99), 0.5), ((4096, 4096, 64), -1.0)):
-        for variant in ("vec", "scalar"):
-            if k.serves(variant, *shape):
-                verdict = LAB.check(k, *shape, variant=variant, alpha=1.25, beta=beta)
-                assert verdict.ok, str(verdict)
-    counts = {p.launch_count for p in launch._plans.values()}
-    possible, why = launch._two_launches_possible(LAB.gpu_arch())
-    assert counts == ({2} if launches == 2 and possible else {1}), (counts, why)

@@ -85,23 +85,3 @@ def test_c6_keeps_c5s_main_loop_and_hands_partials_on_through_l2(sass, v):
     assert any(op.startswith("LDG") and "STRONG.GPU" in op for op in ops), ops  # acquire and __ldcg loads
     assert any(op.startswith("MEMBAR") for op in ops), ops                     # the release before the flag
     assert not any(op.startswith(("ATOM", "RED")) for op in ops), ops          # no atomics: an ordered sum
-
-
-# --- the two-launch schedule (sm_90 and newer: launch.py's docstring) --------------------------
-
-def test_c6_whole_is_c5s_main_loop_and_signals_the_tail(sass):
-    """cute_sgemm_c6_whole_vec is the tuned c5 (the same FFMA, LDS.128 and LDGSTS) plus PREEXIT
-    (griddepcontrol.launch_dependents); the tail's entry points wait with ACQBULK (griddepcontrol.wait)
-    before they exit."""
-    from common import sass as S
-    c5 = LAB.kernel("c5").with_params(A_MMAJOR=1, MIN_BLOCKS=2, GROUP=8)
-    c6 = LAB.kernel("c6")
-    LAB.build([c5, c6], ["sm_90"])
-    ops5 = S.opcode_counts(S.disassemble(c5.cubin(LAB.build_dir, "sm_90")))
-    ops6 = S.opcode_counts(S.disassemble(c6.cubin(LAB.build_dir, "sm_90")))
-    for v in ("vec", "scalar"):
-        whole, c5v = ops6[f"cute_sgemm_c6_whole_{v}"], ops5[f"cute_sgemm_c5_{v}"]
-        for op in ("FFMA", "LDS.128", "LDGSTS.E.BYPASS.LTC128B.128", "LDGSTS.E.LTC128B", "BAR.SYNC.DEFER_BLOCKING"):
-            assert whole.get(op, 0) == c5v.get(op, 0), (v, op, whole.get(op), c5v.get(op))
-        assert whole["PREEXIT"] == 1 and not any(op.startswith(("LDL", "STL")) for op in whole)
-        assert ops6[f"cute_sgemm_c6_{v}"]["ACQBULK"] >= 1
