@@ -53,11 +53,26 @@
 #ifndef A_MMAJOR
 #define A_MMAJOR 1  // c5's tuned layout of A on the H200: m-major, lab 7's v8
 #endif
+// Blocks per SM: two (at most 128 registers each: 16 warps) where two of c5's 96 KB blocks fit an SM's
+// shared memory, Hopper and the data-centre Blackwells (228 KB). sm_80 (164 KB) and sm_86, sm_89, sm_120
+// (100 KB) hold one, and asking ptxas for two there would only cap the registers (c6 spilled 44-52
+// bytes on sm_86 and sm_89 that way): one block, with the registers c6 needs (212-234).
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900 || __CUDA_ARCH__ >= 1200)
+#define C6_BLOCKS_PER_SM 1
+#else
+#define C6_BLOCKS_PER_SM 2
+#endif
 #ifndef MIN_BLOCKS
-#define MIN_BLOCKS 2 // two blocks per SM (at most 128 registers): 16 warps
+#define MIN_BLOCKS C6_BLOCKS_PER_SM
 #endif
 #ifndef GROUP
 #define GROUP 8     // rasterization: 8 block rows walked together
+#endif
+#ifndef C6_PATHS
+#define C6_PATHS 0  // experiment: 1 = whole tiles and workers each in a __noinline__ function of their own
+#endif
+#ifndef C6_SHARES
+#define C6_SHARES 0 // experiment: 1 = shares of q = iters / workers (+1 for the first iters % workers)
 #endif
 
 #define C5_BODY_ONLY   // c5's body and parameters, without its entry points
@@ -76,7 +91,12 @@ static_assert(ACC % 4 == 0, "c6: a thread's accumulators are moved as float4");
 // keeps their number below 2^31).
 __device__ __forceinline__ int share_start(int w, int iters, int workers)
 {
+#if C6_SHARES
+    const int q = iters / workers, r = iters % workers;
+    return w * q + min(w, r);
+#else
     return static_cast<int>(static_cast<long long>(w) * iters / workers);
+#endif
 }
 
 // The partial tile of worker w: the thread's accumulators, then (thread 0) the flag, released.
@@ -110,8 +130,25 @@ __device__ __forceinline__ void wait_for(unsigned* flag)
     __syncthreads();
 }
 
+#if C6_PATHS
+#define C6_INLINE __noinline__
+#else
+#define C6_INLINE __forceinline__
+#endif
+
 template <bool VEC>
-__device__ __forceinline__ void body(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+__device__ C6_INLINE void whole_tile(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
+{
+    int bm, bn;
+    cute_sgemm::raster_of(blockIdx.x, (N + BN - 1) / BN, (M + BM - 1) / BM, GROUP, bm, bn);
+    c5::tile_range<VEC>(M, N, K, A, B, C, bm, bn, 0, (K + BK - 1) / BK,
+        [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
+            c5::store_tile<VEC>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
+        });
+}
+
+template <bool VEC>
+__device__ C6_INLINE void body(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
                                      float* C, int dp_tiles, int workers, float* workspace)
 {
     const int gx = (N + BN - 1) / BN, gy = (M + BM - 1) / BM;
@@ -183,6 +220,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_vec(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
                   int dp_tiles, int workers, float* workspace)
 {
+#if C6_PATHS
+    if (static_cast<int>(blockIdx.x) < dp_tiles) { c6::whole_tile<true>(M, N, K, alpha, A, B, beta, C); return; }
+#endif
     c6::body<true>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, workspace);
 }
 
@@ -190,5 +230,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_scalar(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
                      int dp_tiles, int workers, float* workspace)
 {
+#if C6_PATHS
+    if (static_cast<int>(blockIdx.x) < dp_tiles) { c6::whole_tile<false>(M, N, K, alpha, A, B, beta, C); return; }
+#endif
     c6::body<false>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, workspace);
 }
