@@ -22,8 +22,12 @@
 // The schedule (the host picks dp_tiles and workers; launch.py, StreamK):
 //   blocks 0 .. dp_tiles-1    data-parallel: one whole tile each, exactly c5 (c5's raster order)
 //   blocks dp_tiles + w       worker w of `workers` (the blocks that fit on the GPU at once): the
-//                             k-tile iterations [w I / workers, (w+1) I / workers) of the remaining
-//                             tiles, I = (tiles - dp_tiles) x k_tiles, tile by tile
+//                             k-tile iterations [start(w), start(w+1)) of the remaining tiles, tile
+//                             by tile, I = (tiles - dp_tiles) x k_tiles of them: with q = I / workers
+//                             and r = I % workers, start(w) = w q + min(w, r) (the first r shares
+//                             have q + 1). One 32-bit division per block; the first build's
+//                             w I / workers took a 64-bit division at every start(), and it cost:
+//                             the q, r form measured 0.6-0.9 points of cuBLAS faster at 4096^3.
 // A worker's share is a few segments: the end of one tile, whole tiles, the start of another. For a
 // segment that ends its tile, the worker is the tile's owner: it waits for the workers before it that
 // hold the tile's earlier k-tiles, adds their partial tiles to its own in worker order, and stores C
@@ -39,9 +43,10 @@
 // block-number order, and no worker waits before its partial is out. A wait of 10 s traps instead of
 // hanging.
 //
-// Measured (README, "Past the worklog: c6"): 98.6-99.9 % of cuBLAS at 4096^3, 100 % at 8192^3. Its
-// whole tiles run 1.4 % slower than c5's own kernel: the one kernel's 128 registers serve both paths
-// (a workers-only second kernel spilled in four builds).
+// Measured (README, "Past the worklog: c6"): 99.9-100.2 % of cuBLAS at 4096^3, 101.2-101.3 % at 8192^3.
+// Its whole tiles run 0.5-0.7 % slower than c5's own kernel: the one kernel's 128 registers serve
+// both paths (a workers-only second kernel spilled in four builds; each path in a __noinline__
+// function of its own compiled without spills but ran 7 % slower).
 //
 // Defaults: the tuned c5 of the H200 (A_MMAJOR = 1, MIN_BLOCKS = 2, GROUP = 8; results/lab07b-tuned_*.json).
 //
@@ -68,12 +73,6 @@
 #ifndef GROUP
 #define GROUP 8     // rasterization: 8 block rows walked together
 #endif
-#ifndef C6_PATHS
-#define C6_PATHS 0  // experiment: 1 = whole tiles and workers each in a __noinline__ function of their own
-#endif
-#ifndef C6_SHARES
-#define C6_SHARES 0 // experiment: 1 = shares of q = iters / workers (+1 for the first iters % workers)
-#endif
 
 #define C5_BODY_ONLY   // c5's body and parameters, without its entry points
 #include "c5_wide_epilogue.cu"
@@ -91,12 +90,8 @@ static_assert(ACC % 4 == 0, "c6: a thread's accumulators are moved as float4");
 // keeps their number below 2^31).
 __device__ __forceinline__ int share_start(int w, int iters, int workers)
 {
-#if C6_SHARES
-    const int q = iters / workers, r = iters % workers;
+    const int q = iters / workers, r = iters % workers;   // one 32-bit division, the same for every w
     return w * q + min(w, r);
-#else
-    return static_cast<int>(static_cast<long long>(w) * iters / workers);
-#endif
 }
 
 // The partial tile of worker w: the thread's accumulators, then (thread 0) the flag, released.
@@ -130,25 +125,8 @@ __device__ __forceinline__ void wait_for(unsigned* flag)
     __syncthreads();
 }
 
-#if C6_PATHS
-#define C6_INLINE __noinline__
-#else
-#define C6_INLINE __forceinline__
-#endif
-
 template <bool VEC>
-__device__ C6_INLINE void whole_tile(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
-{
-    int bm, bn;
-    cute_sgemm::raster_of(blockIdx.x, (N + BN - 1) / BN, (M + BM - 1) / BM, GROUP, bm, bn);
-    c5::tile_range<VEC>(M, N, K, A, B, C, bm, bn, 0, (K + BK - 1) / BK,
-        [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
-            c5::store_tile<VEC>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
-        });
-}
-
-template <bool VEC>
-__device__ C6_INLINE void body(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+__device__ __forceinline__ void body(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
                                      float* C, int dp_tiles, int workers, float* workspace)
 {
     const int gx = (N + BN - 1) / BN, gy = (M + BM - 1) / BM;
@@ -220,9 +198,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_vec(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
                   int dp_tiles, int workers, float* workspace)
 {
-#if C6_PATHS
-    if (static_cast<int>(blockIdx.x) < dp_tiles) { c6::whole_tile<true>(M, N, K, alpha, A, B, beta, C); return; }
-#endif
     c6::body<true>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, workspace);
 }
 
@@ -230,8 +205,5 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_scalar(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
                      int dp_tiles, int workers, float* workspace)
 {
-#if C6_PATHS
-    if (static_cast<int>(blockIdx.x) < dp_tiles) { c6::whole_tile<false>(M, N, K, alpha, A, B, beta, C); return; }
-#endif
     c6::body<false>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, workspace);
 }

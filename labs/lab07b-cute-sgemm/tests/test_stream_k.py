@@ -19,7 +19,8 @@ def _segments(tiles, k_tiles, dp_tiles, workers):
     (the end of its share, when that stops inside a tile) first, then the segments that end their tiles."""
     blocks = [[(t, 0, k_tiles)] for t in range(dp_tiles)]
     iters = (tiles - dp_tiles) * k_tiles
-    start = lambda w: w * iters // workers   # noqa: E731  (share_start)
+    q, r = divmod(iters, max(workers, 1))    # no workers: the kernel never calls share_start
+    start = lambda w: w * q + min(w, r)   # noqa: E731  (share_start)
     for w in range(workers):
         s0, s1 = start(w), start(w + 1)
         has_partial = s1 > s0 and s1 % k_tiles != 0
