@@ -43,7 +43,7 @@
 // block-number order, and no worker waits before its partial is out. A wait of 10 s traps instead of
 // hanging.
 //
-// Measured (README, "Past the worklog: c6"): 99.8-100.2 % of cuBLAS at 4096^3, 100.7-101.3 % at 8192^3.
+// Measured (README, "Past the worklog: c6"): 99.4-100.2 % of cuBLAS at 4096^3, 100.7-101.3 % at 8192^3.
 // Its whole tiles run 0.5-0.7 % slower than c5's own kernel: the one kernel's 128 registers serve
 // both paths (a workers-only second kernel spilled in four builds; each path in a __noinline__
 // function of its own compiled without spills but ran 7 % slower).
