@@ -27,7 +27,7 @@
 //                             and r = I % workers, start(w) = w q + min(w, r) (the first r shares
 //                             have q + 1). One 32-bit division per block; the first build's
 //                             w I / workers took a 64-bit division at every start(), and it cost:
-//                             the q, r form measured 0.6-0.9 points of cuBLAS faster at 4096^3.
+//                             the q, r form measured 0.8-0.9 points of cuBLAS faster at 4096^3.
 // A worker's share is a few segments: the end of one tile, whole tiles, the start of another. For a
 // segment that ends its tile, the worker is the tile's owner: it waits for the workers before it that
 // hold the tile's earlier k-tiles, adds their partial tiles to its own in worker order, and stores C
@@ -48,7 +48,8 @@
 // both paths (a workers-only second kernel spilled in four builds; each path in a __noinline__
 // function of its own compiled without spills but ran 7 % slower).
 //
-// Defaults: the tuned c5 of the H200 (A_MMAJOR = 1, MIN_BLOCKS = 2, GROUP = 8; results/lab07b-tuned_*.json).
+// Defaults: the tuned c5 of the H200 (A_MMAJOR = 1, MIN_BLOCKS = 2, GROUP = 8; results/lab07b-tuned_*.json),
+// MIN_BLOCKS = 1 where two blocks do not fit an SM (below).
 //
 // SASS to look for: c5's main loop (FFMA, LDS.128, LDGSTS, one BAR.SYNC per tile) once; a partial
 // written as STG.E.128.STRONG.GPU (__stcg), then MEMBAR.SC.GPU (__threadfence) and the flag's release

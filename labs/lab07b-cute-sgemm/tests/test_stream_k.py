@@ -86,3 +86,6 @@ def test_c6_keeps_c5s_main_loop_and_hands_partials_on_through_l2(sass, v):
     assert any(op.startswith("LDG") and "STRONG.GPU" in op for op in ops), ops  # acquire and __ldcg loads
     assert any(op.startswith("MEMBAR") for op in ops), ops                     # the release before the flag
     assert not any(op.startswith(("ATOM", "RED")) for op in ops), ops          # no atomics: an ordered sum
+    # the shares take one 32-bit division, inline: no CALL to the 64-bit division routine that the
+    # first form (w * I / workers in 64 bits) called at every share_start, in the owner's wait loop too
+    assert not any(op.startswith("CALL") for op in ops), ops
