@@ -8,6 +8,7 @@ benchmarks, profilers, notebooks and grader use. Each kernel's tile parameters l
 Adding a kernel is one .cu file in kernels/ and one row here.
 """
 from common.bounds import Bounds
+from common.headers import cutlass_include
 from common.kernels import ALPHA_BETA, Kernel
 from common.targets import Tuning
 
@@ -32,6 +33,7 @@ def _vec8_b(M, N, K):     # 8 halves: every row of B starts 16-byte aligned
 
 
 K_MULTIPLE_OF_8 = (lambda M, N, K: K % 8 == 0, "K to be a multiple of 8 (rows of A are copied as 16-byte chunks of 8 halves)")
+N_MULTIPLE_OF_8 = (lambda M, N, K: N % 8 == 0, "N to be a multiple of 8 (rows of B are copied as 16-byte chunks of 8 halves)")
 
 FP32 = [
     Kernel("v3", "v3_tiled.cu", {"": "sgemm_v3_tiled"}, "fp32",
@@ -78,6 +80,13 @@ FP16 = [
            "fp16_tensor", rules=(K_MULTIPLE_OF_8,), choose=_vec8_b,
            title="mma.sync + ldmatrix by hand, XOR-swizzled tiles, 4 stages, 64x64 warp tiles",
            claim="section 8 on the tensor cores: no padding, fragments double-buffered, up to the mma.sync ceiling"),
+    # the yardstick, not a rung: NVIDIA CUTLASS's Ampere GEMM with t4's instruction, from the headers of
+    # the nvidia-cutlass wheel (lab 7b's setup installs it; common/headers.py finds it at build time)
+    Kernel("cutlass", "cutlass_mma_sync.cu", {"": "hgemm_cutlass"}, "fp16_tensor",
+           rules=(K_MULTIPLE_OF_8, N_MULTIPLE_OF_8), include_dirs=(cutlass_include,),
+           nvcc_flags=("--expt-relaxed-constexpr",),
+           title="NVIDIA CUTLASS's own Ampere GEMM: mma.sync + ldmatrix, 128x256x32, 3 stages",
+           claim="the yardstick: what NVIDIA's library reaches with t4's instruction on this GPU"),
 ]
 
 LADDERS = {"fp32": FP32, "fp16": FP16}
@@ -109,4 +118,6 @@ BOUNDS = {
     "t4": Bounds("T4_PROBE", {1: "no copies after the prologue", 2: "no mma.sync", 3: "no copies, no barrier",
                               4: "copies, no wait, no barrier"}, ladder="fp16", bk=(32, 64)),
     "v8": Bounds("V8_PROBE", {1: "no copies after the prologue", 3: "no copies, no barrier"}, ladder="fp32"),
+    # the yardstick at CUTLASS's two Ampere depths, and with B k-contiguous (ldmatrix without .trans)
+    "cutlass": Bounds("CUTLASS_PROBE", {1: "B column-major (k contiguous)"}, ladder="fp16", bk=(32, 64)),
 }

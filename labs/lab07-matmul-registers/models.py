@@ -49,6 +49,8 @@ HIERARCHY = {
                note="v7's warp tiles fed by a STAGES-deep cp.async pipeline into XOR-swizzled tiles"),
     "t4": dict(mma="m16n16k16", copy="cp.async", variants=["vec"],
                note="mma.sync m16n8k16 fed by ldmatrix from XOR-swizzled tiles, STAGES deep"),
+    "cutlass": dict(mma="m16n16k16", copy="cp.async",
+                    note="CUTLASS's sm80 multistage GEMM: t4's structure, written by NVIDIA"),
 }
 
 # ---------------------------------------------------------------------------------------------

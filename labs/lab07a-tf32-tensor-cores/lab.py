@@ -6,6 +6,7 @@ Each rung's tile parameters live in its .cu file; the rows say what the source c
 shape rules, how the kernel rounds its inputs (the tolerance depends on it), the worklog's claim.
 """
 from common.bounds import Bounds
+from common.headers import cutlass_include
 from common.kernels import ALPHA_BETA, Kernel
 from common.lab import load
 from common.precision import TF32_ROUNDED, TF32_TRUNCATED
@@ -48,6 +49,15 @@ TF32 = [
          "each lane's accumulator pairs are adjacent in C: STG.E.64 (worklog: 90 %)"),
     _row("k7", "k7_unroll_xor_stages.cu", "k6 + full unrolling, the XOR stage toggle",
          "the worklog's final kernel: level with cuBLAS on an A100 (98-100 %)"),
+    # the yardstick, not a rung: NVIDIA CUTLASS's Ampere TF32 GEMM, the same instruction as k2..k7, from
+    # the headers of the nvidia-cutlass wheel (common/headers.py finds them at build time)
+    Kernel("cutlass", "cutlass_tf32_mma_sync.cu", {"": "tf32gemm_cutlass"}, "tf32_tensor",
+           rules=((lambda M, N, K: K % 4 == 0, "K to be a multiple of 4 (rows of A are copied as float4)"),
+                  (lambda M, N, K: N % 4 == 0, "N to be a multiple of 4 (rows of B and C are copied as float4)")),
+           args=ALPHA_BETA, input_roundoff=TF32_ROUNDED, include_dirs=(cutlass_include,),
+           nvcc_flags=("--expt-relaxed-constexpr",),
+           title="NVIDIA CUTLASS's own Ampere TF32 GEMM: mma.sync m16n8k8, 128x256x16, 3 stages",
+           claim="the yardstick: what NVIDIA's library reaches with k7's instruction on this GPU"),
 ]
 
 # The FP32 baselines in the same table: cuBLAS SGEMM (TF32 off) and lab 7's best FP32 kernel.
@@ -62,4 +72,6 @@ TUNING = {"tf32": Tuning("k7", candidates, illegal=reason_illegal, sizes=(4096,)
 # make bounds (common/bounds.py): k7 beside builds without its copies, its mma.sync or its barrier
 # (K7_PROBE, the kernel's header): how far the structure itself is from cuBLAS TF32
 BOUNDS = {"k7": Bounds("K7_PROBE", {1: "no copies after the prologue", 2: "no mma.sync",
-                                    3: "no copies, no barrier"}, ladder="tf32")}
+                                    3: "no copies, no barrier"}, ladder="tf32"),
+          # the yardstick at two depths, and with B k-contiguous: both operands by ldmatrix, no LDS of B
+          "cutlass": Bounds("CUTLASS_PROBE", {1: "B column-major (k contiguous)"}, ladder="tf32", bk=(16, 32))}

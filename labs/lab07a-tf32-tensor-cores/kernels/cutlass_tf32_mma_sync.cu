@@ -1,0 +1,115 @@
+// cutlass_tf32_mma_sync.cu: the yardstick for k7. NVIDIA CUTLASS's own Ampere GEMM on the TF32 tensor
+// cores (the "sm80 multistage" tensor-op kernel of CUTLASS 2.x, from the nvidia-cutlass wheel's headers),
+// built from the ideas of the worklog's ladder: mma.sync.m16n8k8 TF32, swizzled shared tiles, a cp.async
+// pipeline of STAGES buffers, 64 x 64 warp tiles, fragments double-buffered. We write none of its main
+// loop: this file picks its tile shapes and launches it with the lab's interface, so that `make bench`
+// can say how far k7 is from what NVIDIA's library does with the same instruction on the same GPU.
+//
+//   C (FP32, M x N) = alpha A (FP32, M x K) . B (FP32, K x N) + beta C, all row-major, FP32 accumulation.
+//   Entry point: tf32gemm_cutlass (int M, int N, int K, float alpha, const float* A, const float* B,
+//                                  float beta, float* C); beta == 0 never reads C (CUTLASS's epilogue
+//                                  skips the source when beta is zero).
+//   Launch: 1-D block of THREADS = (BM/WM)*(BN/WN)*32, grid (ceil(N/BN), ceil(M/BM)), SMEM_BYTES dynamic.
+//   Shapes: any M >= 1; K and N multiples of 4 (CUTLASS copies rows of A and B as 16-byte chunks).
+//   Numerics: every operand is rounded to the nearest TF32 as its fragment is loaded (CUTLASS's
+//   PreferredRoundingMode: round to nearest on sm_90+, half-ulp-and-truncate below), so the tolerance
+//   is the rounded one, 2^-11 per operand, like k2..k7's default.
+//
+// Tiles (defaults): block 128 x 256 x 16, 8 warps of 64 x 64, 3 stages: one of CUTLASS's own Ampere
+// TF32 configurations, 72 KB of shared memory, so it runs on every GPU of the course. On the H200 six
+// configurations were within 2 points of each other, 50.6 to 54.5 % of cuBLAS TF32 at 4096^3 (lab
+// README, "A yardstick").
+//
+// Block order: as lab 7's cutlass_mma_sync.cu, CUTLASS's bands of 8 tile columns on the course's grid.
+//
+// What to look for in SASS (make sass): HMMA.1688.F32.TF32; A by LDSM (CUTLASS's ldmatrix on 32-bit
+// data, as k4's trick), B by LDS (row-major B cannot use ldmatrix without shuffles); LDGSTS; set the
+// counts beside k7's.
+#include <cutlass/epilogue/thread/linear_combination.h>
+#include <cutlass/gemm/kernel/default_gemm.h>
+
+#ifndef BM
+#define BM 128      // block tile rows
+#endif
+#ifndef BN
+#define BN 256      // block tile columns
+#endif
+#ifndef BK
+#define BK 16       // K depth of one stage: two 8-deep mma k-steps
+#endif
+#ifndef WM
+#define WM 64       // warp tile rows
+#endif
+#ifndef WN
+#define WN 64       // warp tile columns
+#endif
+#ifndef STAGES
+#define STAGES 3    // shared buffers: STAGES-1 tiles in flight while one is read
+#endif
+#ifndef GROUP
+#define GROUP 8     // rasterization: tile columns per band (CUTLASS's identity swizzle uses 8)
+#endif
+#ifndef CUTLASS_PROBE
+#define CUTLASS_PROBE 0   // make bounds KERNEL=cutlass: 1 reads B as column-major (k contiguous), the
+#endif                    // layout CUTLASS is fastest on: both operands by ldmatrix. Its results are
+                          // WRONG by design (B is given row-major); only its time means something.
+
+#define THREADS ((BM / WM) * (BN / WN) * 32)
+#define SMEM_BYTES (STAGES * (BM * BK + BK * BN) * sizeof(float))   // A and B stages, no padding
+
+static_assert(BM % WM == 0 && BN % WN == 0, "the block tile must be a whole number of warp tiles");
+static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 8 == 0, "warp tiles are made of m16n8k8 mma tiles");
+static_assert(STAGES >= 3, "CUTLASS's multistage main loop needs at least 3 stages");
+static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB, the most any supported GPU gives a block");
+static_assert(GROUP >= 1, "GROUP must be at least 1");
+static_assert(CUTLASS_PROBE == 0 || CUTLASS_PROBE == 1, "CUTLASS_PROBE is 0 (the kernel) or 1 (B column-major)");
+
+namespace cutlass_reference {
+
+using cutlass::gemm::GemmCoord;
+using LayoutB = typename std::conditional<CUTLASS_PROBE == 1, cutlass::layout::ColumnMajor,
+                                          cutlass::layout::RowMajor>::type;
+
+// The course launches grid (ceil(N/BN), ceil(M/BM)). Number the blocks in launch order and walk the
+// tiles in bands of GROUP columns, each band row by row: CUTLASS's order, without idle blocks.
+struct CourseRaster {
+    CUTLASS_HOST_DEVICE CourseRaster() {}
+    CUTLASS_HOST_DEVICE static int get_log_tile(GemmCoord) { return 0; }
+    CUTLASS_DEVICE static GemmCoord get_tile_offset(int)
+    {
+        const int tiles_n = gridDim.x, tiles_m = gridDim.y;
+        const int b = blockIdx.y * tiles_n + blockIdx.x;
+        const int band = b / (tiles_m * GROUP);
+        const int width = min(GROUP, tiles_n - band * GROUP);   // the last band may be narrower
+        const int r = b - band * tiles_m * GROUP;
+        return GemmCoord(r / width, band * GROUP + r % width, 0);
+    }
+};
+
+using Gemm = typename cutlass::gemm::kernel::DefaultGemm<
+    float, cutlass::layout::RowMajor, 4,                      // A: row-major, float4 (16-byte) copies
+    float, LayoutB, 4,                                        // B: row-major, float4 copies
+    float, cutlass::layout::RowMajor, float,                  // C and the accumulators
+    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80,      // mma.sync, Ampere's pipeline
+    cutlass::gemm::GemmShape<BM, BN, BK>, cutlass::gemm::GemmShape<WM, WN, BK>,
+    cutlass::gemm::GemmShape<16, 8, 8>,                       // mma.sync.m16n8k8, TF32
+    cutlass::epilogue::thread::LinearCombination<float, 4, float, float>,   // alpha AB + beta C, float4
+    CourseRaster, STAGES, false, cutlass::arch::OpMultiplyAdd>::GemmKernel;
+
+static_assert(Gemm::kThreadCount == THREADS, "THREADS must be what CUTLASS launches per block");
+static_assert(sizeof(typename Gemm::SharedStorage) <= SMEM_BYTES,
+              "SMEM_BYTES must hold CUTLASS's shared storage (main loop or epilogue, whichever is larger)");
+
+}  // namespace cutlass_reference
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+tf32gemm_cutlass(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
+{
+    using namespace cutlass_reference;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const GemmCoord problem(M, N, K), tiles(gridDim.y, gridDim.x, 1);
+    const typename Gemm::Params params(problem, tiles,
+                                       {const_cast<float*>(A), K}, {const_cast<float*>(B), CUTLASS_PROBE == 1 ? K : N},
+                                       {C, N}, {C, N}, {alpha, beta});
+    Gemm{}(params, *reinterpret_cast<typename Gemm::SharedStorage*>(smem));
+}
