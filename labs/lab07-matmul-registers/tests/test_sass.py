@@ -97,6 +97,30 @@ def test_t4_feeds_hand_placed_mma_from_ldmatrix_and_ldmatrix_trans(sass):
         assert any(op.startswith("LDSM.16.MT88") for op in ops), ops
 
 
+def test_the_cutlass_yardstick_is_built_from_t4s_instructions(sass):
+    """The yardstick row is CUTLASS's Ampere GEMM: the same HMMA.16816.F32, LDSM.16.M88.4 for A,
+    LDSM.16.MT88 for row-major B, and cp.async copies as t4, so that its time measures what a library
+    makes of the same instruction; no local memory."""
+    ops = sass["cutlass"]["opcodes"]
+    assert ops.get("HMMA.16816.F32", 0) > 0 and ops.get("LDSM.16.M88.4", 0) > 0, ops
+    assert any(op.startswith("LDSM.16.MT88") for op in ops), ops
+    assert sass["cutlass"]["LDGSTS"] > 0 and sass["cutlass"]["LDL/STL"] == 0
+
+
+@pytest.mark.parametrize("sass", ["sm_90"], indirect=True)
+def test_cutlass_bounds_probe_reads_b_without_the_transpose(sass):
+    """make bounds KERNEL=cutlass: CUTLASS_PROBE=1 takes B as column-major (k contiguous), so B's
+    fragments come by ldmatrix without .trans; the mma count stays the same."""
+    from common.sass import disassemble, opcode_counts
+    probe = LAB.bind(LAB.kernel("cutlass")).with_params(CUTLASS_PROBE=1)
+    LAB.build([probe], ["sm_90"])
+    ops = opcode_counts(disassemble(probe.cubin(LAB.build_dir_of(probe), "sm_90")))["hgemm_cutlass"]
+    base = sass["cutlass"]["opcodes"]
+    assert not any(op.startswith("LDSM.16.MT88") for op in ops), ops
+    assert ops.get("LDSM.16.M88.4", 0) > base.get("LDSM.16.M88.4", 0)
+    assert ops.get("HMMA.16816.F32", 0) == base.get("HMMA.16816.F32", 0) > 0
+
+
 def test_v8_keeps_v7s_128_bit_shared_reads(sass):
     for v in ("vec", "scalar"):
         c = sass[f"v8/{v}"]

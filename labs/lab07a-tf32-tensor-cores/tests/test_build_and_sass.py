@@ -68,6 +68,31 @@ def test_no_rung_touches_local_memory(sass):
         assert c["LDL/STL"] == 0, f"{key}: {c['LDL/STL']} LDL/STL"
 
 
+def test_the_cutlass_yardstick_is_built_from_k7s_instructions(sass):
+    """The yardstick row is CUTLASS's Ampere TF32 GEMM: HMMA.1688.F32.TF32 as k2..k7, A by ldmatrix as
+    k4..k7 (LDSM), B by plain shared loads (row-major B cannot use ldmatrix), cp.async copies."""
+    ops = sass["cutlass"]["opcodes"]
+    assert ops.get("HMMA.1688.F32.TF32", 0) > 0, ops
+    assert not any(op.startswith("HMMA") and "TF32" not in op for op in ops), ops
+    assert sass["cutlass"]["LDSM"] > 0 and sass["cutlass"]["LDGSTS"] > 0 and sass["cutlass"]["LDL/STL"] == 0
+
+
+@pytest.mark.parametrize("sass", ["sm_90"], indirect=True)
+def test_cutlass_bounds_probe_reads_b_by_ldmatrix(sass):
+    """make bounds KERNEL=cutlass: CUTLASS_PROBE=1 takes B column-major (k contiguous), so B too comes by
+    ldmatrix: more LDSM, fewer scalar LDS, the same mma count."""
+    from common.sass import disassemble, opcode_counts
+    probe = LAB.bind(LAB.kernel("cutlass")).with_params(CUTLASS_PROBE=1)
+    LAB.build([probe], ["sm_90"])
+    ops = opcode_counts(disassemble(probe.cubin(LAB.build_dir_of(probe), "sm_90")))["tf32gemm_cutlass"]
+    base = sass["cutlass"]["opcodes"]
+    ldsm = lambda c: sum(n for op, n in c.items() if op.startswith("LDSM"))   # noqa: E731
+    assert any(op.startswith("F2FP.TF32") for op in base), "sm_90 rounds each operand to TF32 (the tolerance's premise)"
+    assert ldsm(ops) > ldsm(base) > 0, (ops, base)
+    assert ops.get("LDS", 0) < base.get("LDS", 0), (ops.get("LDS"), base.get("LDS"))
+    assert ops.get("HMMA.1688.F32.TF32", 0) == base.get("HMMA.1688.F32.TF32", 0) > 0
+
+
 @pytest.mark.parametrize("sass", ["sm_90"], indirect=True)
 def test_k7_bounds_builds_leave_out_what_they_say(sass):
     """make bounds KERNEL=k7 (common/bounds.py): K7_PROBE=1 keeps only the prologue's copies (fewer
