@@ -12,8 +12,9 @@
 //
 // Tiles (defaults): block 128 x 256 x 32, 8 warps of 64 x 64, 3 stages: one of CUTLASS's own Ampere
 // configurations, 72 KB of shared memory, so it runs on every GPU of the course (sm_86/89/120 give a
-// block 99 KB). On the H200, CUTLASS's 128 x 256 x 64 tile (BK=64, 144 KB) was 1.8 points faster at
-// 4096^3 and none of six configurations reached 66 % of cuBLAS HGEMM (lab README, "A yardstick").
+// block 99 KB). On the H200 at 4096^3 it reached 63.8 % of cuBLAS HGEMM, CUTLASS's deeper BK=64 tile
+// (144 KB) 64.7 %, and neither passed 65 % with B given k-contiguous (make bounds KERNEL=cutlass;
+// lab README, "A yardstick").
 //
 // Block order: CUTLASS's identity swizzle walks the output in bands of 8 tile columns, row after row
 // inside a band, so that the blocks resident together share their B columns in L2. Its grid has idle
