@@ -17,7 +17,7 @@ export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 ALL_LABS := $(patsubst %/lab.py,%,$(sort $(wildcard labs/*/lab.py)))
 LABS := $(if $(LAB),$(or $(filter labs/$(LAB) labs/$(LAB)-%,$(ALL_LABS)),$(filter $(LAB:/=),$(ALL_LABS)),$(error no lab matches LAB=$(LAB); labs: $(notdir $(ALL_LABS)))),$(ALL_LABS))
 
-LAB_TARGETS := build bench sass tune bounds selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest grade-class grade-class-demo
+LAB_TARGETS := build bench sass tune bounds compare selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest grade-class grade-class-demo
 # WORKSPACE=path, JSON=file, SUBMISSIONS=, OUT= and DEST= are relative to where make was started: made
 # absolute; with several labs, each lab's is a folder (JSON: a suffix) named for the lab
 MANY := $(word 2,$(LABS))
@@ -30,7 +30,7 @@ LAB_VARS = $(if $(WORKSPACE),WORKSPACE=$(abspath $(WORKSPACE))$(if $(MANY),/$$(b
 all: build
 
 help:
-	@echo "make test | bench | build | sass | tune | bounds KERNEL=name | ncu-table | ncu-tensor | ncu KERNEL=name | sanitize"
+	@echo "make test | bench | build | sass | tune | bounds KERNEL=name | compare KERNEL=name BUILDS=.. | ncu-table | ncu-tensor | ncu KERNEL=name | sanitize"
 	@echo "make workspace | grade (WORKSPACE=path, PARTS=.., NOGPU=1) | grade-selftest: the graded exercises"
 	@echo "make grade-class SUBMISSIONS=dir (JOBS=, SLURM=1|print, MERGE=1) | grade-class-demo DEST=dir: a class"
 	@echo "make notebooks (NOTEBOOKS_OUT=dir) | strip-notebooks | labs"

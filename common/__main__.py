@@ -51,6 +51,11 @@ def parser():
     t.add_argument("--kernel", default=None, help="a kernel of the lab's BOUNDS (default: its first)")
     t.add_argument("--size", type=int, default=None, help="M = N = K (default 4096)")
     t.add_argument("--bk", default=None, help="BK values, a comma list (default: the lab's BOUNDS entry)")
+    t = target("compare", "a kernel beside other builds of itself, in rounds, against cuBLAS")
+    t.add_argument("--kernel", default=None, help="one of the lab's kernels")
+    t.add_argument("--builds", default=None, help="builds separated by ';', each NAME=value[,NAME=value]")
+    t.add_argument("--sizes", default=None, help="comma list of M = N = K (default 4096)")
+    t.add_argument("--rounds", type=int, default=None, help="rounds per size (default 3)")
     for name, what in (("ncu-table", "ncu on the FFMA kernels and cuBLAS SGEMM"),
                        ("ncu-tensor", "ncu on the tensor-core kernels and cuBLAS"),
                        ("sanitize", "compute-sanitizer's four tools over every kernel and variant")):
@@ -125,6 +130,10 @@ def main(argv=None):
         if args.target == "bounds":
             from .bounds import bounds
             bounds(lab, args)
+            return 0
+        if args.target == "compare":
+            from .compare import compare
+            compare(lab, args)
             return 0
         if args.target == "profile":
             profiling.profile(lab, args)

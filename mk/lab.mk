@@ -8,6 +8,8 @@
 #   make sass        opcode counts per kernel (FFMA, LDS, LDS.128, HMMA, LDSM, LDGSTS, ...)
 #   make tune        other tile parameters of the tuning kernels; the best is recorded for bench (LADDER=fp32)
 #   make bounds      KERNEL=t4: the kernel beside builds without its copies, math or barrier (SIZE= BK=)
+#   make compare     KERNEL=c6 BUILDS='C6_SK_FIRST=1;GROUP=16': a kernel beside other builds of itself,
+#                    ROUNDS rounds per size (SIZES=4096,8192), each against cuBLAS in the same run
 #   make ncu-table   ncu on the FFMA kernels and cuBLAS SGEMM: shared loads per FFMA, wavefronts, stalls
 #   make ncu-tensor  ncu on the tensor-core kernels and cuBLAS: Speed of Light, tensor pipes, memory
 #   make ncu KERNEL=name   the full ncu report of one kernel (GUI), and its samples per SASS instruction
@@ -43,7 +45,7 @@ CLASS_FLAGS := $(if $(SUBMISSIONS),--submissions $(abspath $(SUBMISSIONS))) $(if
                $(if $(MAXTASKS),--max-tasks $(MAXTASKS)) $(if $(EXTRA_SBATCH),--extra-sbatch "$(EXTRA_SBATCH)") \
                $(if $(WAIT),--wait)
 
-.PHONY: build test bench sass tune bounds selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest grade-class grade-class-demo clean help
+.PHONY: build test bench sass tune bounds compare selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest grade-class grade-class-demo clean help
 
 build:
 	@$(COURSE) build --lab $(LAB_DIR) $(ARCH_FLAG)
@@ -66,6 +68,10 @@ tune:
 
 bounds:
 	@$(COURSE) bounds --lab $(LAB_DIR) $(if $(KERNEL),--kernel $(KERNEL)) $(if $(SIZE),--size $(SIZE)) $(if $(BK),--bk $(BK))
+
+compare:
+	@$(COURSE) compare --lab $(LAB_DIR) $(if $(KERNEL),--kernel $(KERNEL)) $(if $(BUILDS),--builds '$(BUILDS)') \
+	  $(if $(SIZES),--sizes $(SIZES)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
 selfcheck:
 	@$(COURSE) selfcheck --lab $(LAB_DIR)
@@ -95,4 +101,4 @@ clean:
 	rm -rf build reports
 
 help:
-	@sed -n '2,24p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'
+	@sed -n '2,26p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'

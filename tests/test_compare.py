@@ -1,0 +1,58 @@
+"""make compare (common/compare.py) without a GPU: how BUILDS is read, what a misspelt one says, the
+summary of rounds, and the message on a machine without a GPU."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from common import compare
+from common.device import gpu_status
+from common.errors import CourseError
+from common.lab import load
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_builds_are_split_on_semicolons_and_their_parameters_on_commas():
+    assert compare.parse_builds("C6_SK_FIRST=1; GROUP=16,STAGES=4 ;") == [
+        {"C6_SK_FIRST": "1"}, {"GROUP": "16", "STAGES": "4"}]
+
+
+@pytest.mark.parametrize("text", ["GROUP", "GROUP=", "=4", "2X=1", "GROUP=1,,STAGES=2"])
+def test_a_build_that_cannot_be_read_says_how_to_write_one(text):
+    with pytest.raises(CourseError, match="cannot read") as e:
+        compare.parse_builds(text)
+    assert "NAME=value" in e.value.hint
+
+
+def test_no_builds_is_refused_with_an_example():
+    with pytest.raises(CourseError, match="needs BUILDS"):
+        compare.parse_builds(" ; ")
+
+
+def test_a_parameter_the_kernel_does_not_have_is_named_with_the_ones_it_has():
+    lab = load(ROOT / "labs" / "lab07b-cute-sgemm")
+    with pytest.raises(CourseError, match="has no parameter NO_SUCH") as e:
+        lab.bind(lab.kernel("c6")).with_params(**compare.parse_builds("NO_SUCH=1")[0])
+    assert "C6_SK_FIRST" in e.value.hint
+
+
+def test_the_summary_gives_each_builds_median_and_range_over_rounds():
+    rows = [{"kernel": k, "size": 4096, "tflops": t, "pct_of_cublas": p, "check_ok": ok}
+            for k, t, p, ok in [("cuBLAS", 50.0, 100.0, True), ("cuBLAS", 51.0, 100.0, True),
+                                ("cuBLAS", 50.5, 100.0, True), ("c6", 50.1, 99.4, True),
+                                ("c6", 51.2, 100.4, True), ("c6", 50.6, 100.1, False)]]
+    table = {r["build"]: r for r in compare.summary(rows, ["cuBLAS", "c6"])}
+    assert table["c6"]["rounds"] == 3 and table["c6"]["tflops"] == 50.6
+    assert (table["c6"]["pct_min"], table["c6"]["pct_max"]) == (99.4, 100.4)
+    assert table["c6"]["check"] == "FAIL" and table["cuBLAS"]["check"] == "PASS"
+
+
+@pytest.mark.skipif(gpu_status()[0], reason="this machine has a GPU")
+def test_without_a_gpu_make_compare_says_so_in_one_message():
+    r = subprocess.run([sys.executable, "-m", "common", "compare", "--lab", "labs/lab07b-cute-sgemm", "--kernel", "c6",
+                        "--builds", "C6_SK_FIRST=1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "compare" in r.stderr + r.stdout and "GPU" in r.stderr + r.stdout
+    assert "Traceback" not in r.stderr
