@@ -1,6 +1,6 @@
 """`make compare`: a kernel beside other builds of itself, in rounds, against cuBLAS in the same run.
 
-    make compare KERNEL=c6 BUILDS='C6_SK_FIRST=1;GROUP=16,STAGES=4' [SIZES=4096,8192] [ROUNDS=3]
+    make compare KERNEL=c6 BUILDS='GROUP=16;GROUP=4,STAGES=4' [SIZES=4096,8192] [ROUNDS=3]
     (python -m common compare --lab <lab> --kernel c6 --builds ... --sizes ... --rounds ...)
 
 BUILDS is a ';'-separated list of builds, each a ','-separated list of the kernel's tunable parameters
@@ -33,12 +33,12 @@ def parse_builds(text):
             if not eq or not name.strip().isidentifier() or not value.strip():
                 raise CourseError(f"BUILDS: cannot read {item.strip()!r} in {part!r}",
                                   hint="write NAME=value, several joined by ',', builds separated by ';' "
-                                       "(BUILDS='C6_SK_FIRST=1;GROUP=16,STAGES=4')")
+                                       "(BUILDS='GROUP=16;GROUP=4,STAGES=4')")
             params[name.strip()] = value.strip()
         builds.append(params)
     if not builds:
         raise CourseError("make compare needs BUILDS: the parameter sets to time beside the kernel",
-                          hint="e.g. make compare KERNEL=c6 BUILDS='C6_SK_FIRST=1'")
+                          hint="e.g. make compare KERNEL=c6 BUILDS='GROUP=16'")
     return builds
 
 

@@ -8,7 +8,7 @@
 #   make sass        opcode counts per kernel (FFMA, LDS, LDS.128, HMMA, LDSM, LDGSTS, ...)
 #   make tune        other tile parameters of the tuning kernels; the best is recorded for bench (LADDER=fp32)
 #   make bounds      KERNEL=t4: the kernel beside builds without its copies, math or barrier (SIZE= BK=)
-#   make compare     KERNEL=c6 BUILDS='C6_SK_FIRST=1;GROUP=16': a kernel beside other builds of itself,
+#   make compare     KERNEL=c6 BUILDS='GROUP=16;GROUP=4,STAGES=4': a kernel beside other builds of itself,
 #                    ROUNDS rounds per size (SIZES=4096,8192), each against cuBLAS in the same run
 #   make ncu-table   ncu on the FFMA kernels and cuBLAS SGEMM: shared loads per FFMA, wavefronts, stalls
 #   make ncu-tensor  ncu on the tensor-core kernels and cuBLAS: Speed of Light, tensor pipes, memory

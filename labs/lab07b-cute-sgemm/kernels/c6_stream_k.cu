@@ -74,9 +74,6 @@
 #ifndef GROUP
 #define GROUP 8     // rasterization: 8 block rows walked together
 #endif
-#ifndef C6_SK_FIRST
-#define C6_SK_FIRST 0   // experiment: 1 numbers the workers 0 .. workers-1 and the whole tiles after them
-#endif
 
 #define C5_BODY_ONLY   // c5's body and parameters, without its entry points
 #include "c5_wide_epilogue.cu"
@@ -139,9 +136,8 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     auto store = [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
         c5::store_tile<VEC>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
     };
-    const bool whole = C6_SK_FIRST ? b >= workers : b < dp_tiles;   // a data-parallel block: one whole tile, as c5
-    const int w = C6_SK_FIRST ? b : b - dp_tiles;                    // else worker w
-    const int dp = C6_SK_FIRST ? b - workers : b;                    // a whole tile's place in raster order
+    const bool whole = b < dp_tiles;          // a data-parallel block: one whole tile, as c5
+    const int w = b - dp_tiles;               // else worker w
     float4* const parts = reinterpret_cast<float4*>(workspace);
     unsigned* const flags = reinterpret_cast<unsigned*>(workspace + static_cast<size_t>(max(workers, 0)) * BM * BN);
     const int iters = (gx * gy - dp_tiles) * k_tiles;
@@ -159,7 +155,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
         int tile, kt0, kt1;
         if (whole) {
             if (step > 0) break;
-            tile = dp - dp_tiles; kt0 = 0; kt1 = k_tiles;
+            tile = b - dp_tiles; kt0 = 0; kt1 = k_tiles;
         } else if (step == 0 && has_partial) {
             tile = owned_end / k_tiles;
             kt0 = owned_end % k_tiles;
