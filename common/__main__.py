@@ -54,7 +54,7 @@ def parser():
     t = target("compare", "a kernel beside other builds of itself, in rounds, against cuBLAS")
     t.add_argument("--kernel", default=None, help="one of the lab's kernels")
     t.add_argument("--builds", default=None, help="builds separated by ';', each NAME=value[,NAME=value]")
-    t.add_argument("--sizes", default=None, help="comma list of M = N = K (default 4096)")
+    t.add_argument("--sizes", default=None, help="comma list of squares (4096) or MxNxK shapes (default 4096)")
     t.add_argument("--rounds", type=int, default=None, help="rounds per size (default 3)")
     for name, what in (("ncu-table", "ncu on the FFMA kernels and cuBLAS SGEMM"),
                        ("ncu-tensor", "ncu on the tensor-core kernels and cuBLAS"),

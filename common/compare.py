@@ -1,7 +1,10 @@
 """`make compare`: a kernel beside other builds of itself, in rounds, against cuBLAS in the same run.
 
     make compare KERNEL=c6 BUILDS='GROUP=16;GROUP=4,STAGES=4' [SIZES=4096,8192] [ROUNDS=3]
+    make compare KERNEL=wgmma_decode BUILDS='KSPLIT=1' SIZES=64x8192x8192,64x4096x4096
     (python -m common compare --lab <lab> --kernel c6 --builds ... --sizes ... --rounds ...)
+
+SIZES are squares (4096) or M x N x K shapes (64x8192x8192), a comma list.
 
 BUILDS is a ';'-separated list of builds, each a ','-separated list of the kernel's tunable parameters
 (the #ifndef defaults of its .cu file): the kernel is rebuilt with each. Every round times cuBLAS of the
@@ -15,6 +18,7 @@ and the builds can be timed again from it. Writes results/<lab>-<kernel>-compare
 Needs a GPU.
 """
 import datetime
+from dataclasses import replace
 
 from . import report
 from .errors import CourseError
@@ -42,12 +46,25 @@ def parse_builds(text):
     return builds
 
 
+def parse_shapes(text):
+    """'4096,64x8192x8192' -> [(4096, 4096, 4096), (64, 8192, 8192)]; a CourseError for anything else."""
+    out = []
+    for item in (text or "4096").split(","):
+        parts = item.strip().lower().split("x")
+        if len(parts) not in (1, 3) or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise CourseError(f"SIZES: cannot read {item.strip()!r}",
+                              hint="a square's side (4096) or M x N x K (64x8192x8192), a comma list")
+        dims = [int(p) for p in parts]
+        out.append(tuple(dims * 3 if len(dims) == 1 else dims))
+    return out
+
+
 def summary(rows, names):
     """Per build: the median TFLOP/s of its rounds, and the lowest and highest % of cuBLAS."""
     out = []
     for name in names:
         mine = [r for r in rows if r["kernel"] == name]
-        for size in sorted({r["size"] for r in mine}):
+        for size in list(dict.fromkeys(r["size"] for r in mine)):
             at = [r for r in mine if r["size"] == size]
             tf = sorted(r["tflops"] for r in at)
             pct = [r["pct_of_cublas"] for r in at]
@@ -57,24 +74,48 @@ def summary(rows, names):
     return out
 
 
+def table_row(lab, name):
+    """A kernel of the lab's ladders, or another row its table names (a dispatcher's build, say)."""
+    from .kernels import Kernel
+    if name in lab.kernels:
+        return lab.bind(lab.kernel(name))
+    rows = {}
+    for value in vars(lab.table).values():
+        if isinstance(value, Kernel):
+            rows.setdefault(value.base_name, value)
+    if name not in rows:
+        raise CourseError(f"{lab.name} has no kernel {name!r}",
+                          hint="one of: " + ", ".join(list(lab.kernels) + [n for n in rows if n not in lab.kernels]))
+    k = lab.bind(rows[name])
+    return k.with_params() if not k.tag else lab.bind(replace(k, name=k.base_name, defines={}, tag=""))
+
+
 def compare(lab, args):
     from .targets import BASELINE, Measurer, needs_gpu, _slug
     facts = needs_gpu("compare", lab)
     if not args.kernel:
         raise CourseError("make compare needs KERNEL=name", hint="one of: " + ", ".join(k.name for k in lab.all_kernels))
-    base = lab.bind(lab.kernel(args.kernel))
+    base = table_row(lab, args.kernel)
     builds = [base] + [base.with_params(**p) for p in parse_builds(args.builds)]
-    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [4096]
+    shapes = parse_shapes(args.sizes)
     rounds = args.rounds or 3
-    ladder = lab.ladder_of(base)
+    prec = lab.ladder_precision(lab.ladder_of(base)) if lab.ladder_of(base) else base.prec
+    for M, N, K in shapes:
+        refused = [why for k in builds for why in [k.refusal(M, N, K)] if why]
+        if refused:
+            raise CourseError(refused[0], hint="choose SIZES the kernel serves")
     lab.build(builds, [facts["arch"]])
     m = Measurer(lab, facts)
     rows = []
-    for size in sizes:
+    for M, N, K in shapes:
+        size = f"{M}x{N}x{K}" if not M == N == K else M
         for r in range(rounds):
-            report.progress(r + 1, rounds, f"{size}^3, round {r + 1} of {rounds}")
-            for row in m.rows(ladder, builds, size):
-                rows.append({**row, "round": r})
+            report.progress(r + 1, rounds, f"{M} x {N} x {K}, round {r + 1} of {rounds}")
+            entries = [{"name": k.name, "kernel": k, "variant": k.variant_for(M, N, K)} for k in builds]
+            for e, t, v, cublas_ms in m.measure(prec, entries, M, N, K):
+                rows.append({"kernel": e["name"], "variant": e["variant"], "size": size, "round": r,
+                             **t.as_dict(), "tflops": t.tflops(2.0 * M * N * K),
+                             "pct_of_cublas": 100 * cublas_ms / t.median_ms, "check": str(v), "check_ok": v.ok})
     names = [BASELINE] + [k.name for k in builds]
     table = summary(rows, names)
     print(report.table(table, [("build", "build", None), ("size", "size", None), ("rounds", "rounds", None),
@@ -85,6 +126,6 @@ def compare(lab, args):
     path = lab.results_dir / (f"{lab.short}-{base.name}-compare_{_slug(facts['name'])}_"
                               f"{datetime.date.today().isoformat()}_{info['commit'][:7]}.json")
     report.write_json(path, {"what": f"{lab.short}-{base.name}-compare", "gpu": facts, "run": info,
-                             "builds": {k.name: k.defines for k in builds}, "sizes": sizes, "rounds": rounds,
+                             "builds": {k.name: k.defines for k in builds}, "shapes": shapes, "rounds": rounds,
                              "table": table, "rows": rows})
     print(f"\nfull data: {path.relative_to(lab.dir)}")

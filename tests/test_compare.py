@@ -56,3 +56,11 @@ def test_without_a_gpu_make_compare_says_so_in_one_message():
     assert r.returncode != 0
     assert "compare" in r.stderr + r.stdout and "GPU" in r.stderr + r.stdout
     assert "Traceback" not in r.stderr
+
+
+def test_sizes_are_squares_or_shapes():
+    assert compare.parse_shapes("4096, 64x8192x8192") == [(4096, 4096, 4096), (64, 8192, 8192)]
+    assert compare.parse_shapes(None) == [(4096, 4096, 4096)]
+    for bad in ("64x8192", "0", "4k", "64x-1x8"):
+        with pytest.raises(CourseError, match="SIZES"):
+            compare.parse_shapes(bad)
