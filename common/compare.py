@@ -14,7 +14,8 @@ reported, not timed past. A change worth less than cuBLAS's own spread between r
 several rounds, so the table gives each build's range of % of cuBLAS across rounds.
 
 This is how an idea is tried before it becomes a kernel's default: its results file names the commit,
-and the builds can be timed again from it. Writes results/<lab>-<kernel>-compare_<gpu>_<date>_<commit>.json.
+and the builds can be timed again from it. Writes results/<lab>-<kernel>-compare_<gpu>_<date>_<commit>.json
+(-2, -3, ... for another comparison the same day at the same commit: no file is overwritten).
 Needs a GPU.
 """
 import datetime
@@ -123,8 +124,12 @@ def compare(lab, args):
                                ("pct_max", "% cuBLAS max", ".1f"), ("check", "check", None)],
                        title=f"{base.name} and its builds on {facts['name']}, interleaved with cuBLAS, {rounds} rounds"))
     info = report.run_info(lab.dir)
-    path = lab.results_dir / (f"{lab.short}-{base.name}-compare_{_slug(facts['name'])}_"
-                              f"{datetime.date.today().isoformat()}_{info['commit'][:7]}.json")
+    stem = (f"{lab.short}-{base.name}-compare_{_slug(facts['name'])}_"
+            f"{datetime.date.today().isoformat()}_{info['commit'][:7]}")
+    path, n = lab.results_dir / f"{stem}.json", 1
+    while path.exists():                      # a second comparison the same day at the same commit
+        n += 1
+        path = lab.results_dir / f"{stem}-{n}.json"
     report.write_json(path, {"what": f"{lab.short}-{base.name}-compare", "gpu": facts, "run": info,
                              "builds": {k.name: k.defines for k in builds}, "shapes": shapes, "rounds": rounds,
                              "table": table, "rows": rows})

@@ -208,11 +208,8 @@ def _lab7c_launch():
 
 def wgmma_clusters(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
     """wgmma_decode: grid (ceil(N / BN) KSPLIT, ceil(M / BM)), the KSPLIT blocks of a cluster (the shape
-    is compiled in, __cluster_dims__) side by side along x (with MCAST = 2: pairs of column tiles, the
-    tile count rounded up to whole pairs); the tensor maps are lab 7c's (its launch.py,
+    is compiled in, __cluster_dims__) side by side along x; the tensor maps are lab 7c's (its launch.py,
     tma_launch, prepares them once per shape and pointers)."""
     bm, bn = kernel.tile
-    pairs = kernel.tiling.value("MCAST")                 # clusters along N: whole clusters (the last may
-    tiles_n = -(-N // bn)                                # hold a block past N, which loads and stores nothing
-    grid = (-(-tiles_n // pairs) * pairs * kernel.tiling.value("KSPLIT"), -(-M // bm))   # of its own)
+    grid = (-(-N // bn) * kernel.tiling.value("KSPLIT"), -(-M // bm))
     _lab7c_launch().tma_launch(kernel, M, N, K, a, b, c, stream, grid)

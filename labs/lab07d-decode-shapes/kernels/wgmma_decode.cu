@@ -53,10 +53,6 @@
 #define KSPLIT 2    // blocks per cluster, each 1 / KSPLIT of K for the same output tile
 #endif
 
-#ifndef MCAST
-#define MCAST 1     // blocks per cluster along N that share each A tile by TMA multicast (with KSPLIT = 1)
-#endif
-
 #define BM 64       // one consumer warpgroup, one m64 wgmma: decode's rows
 #define BK 64       // one 128-byte swizzle row of halves
 #define THREADS 256 // warpgroup 0: the TMA producer; warpgroup 1: the consumer
@@ -64,7 +60,6 @@
 
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN is a wgmma N: 64, 128 or 256");
 static_assert(KSPLIT == 1 || KSPLIT == 2 || KSPLIT == 4, "KSPLIT: 1, 2 or 4 blocks per cluster (4 warps own the rows)");
-static_assert(MCAST == 1 || (MCAST == 2 && KSPLIT == 1), "MCAST: 1, or 2 with KSPLIT = 1 (a cluster shares A or splits K)");
 static_assert(STAGES >= 2, "STAGES >= 2");
 static_assert(SMEM_BYTES <= 232448, "dynamic shared memory at most 227 KB");
 
@@ -75,9 +70,8 @@ static_assert(SMEM_BYTES <= 232448, "dynamic shared memory at most 227 KB");
 [[maybe_unused]] constexpr int WARPS_PER_OWNER = 4 / KSPLIT; // consumer warps whose rows a rank stores
 [[maybe_unused]] constexpr int SLOT_FLOATS = 32 * ACC;      // one warp's accumulators: 16 rows x BN
 
-#define CLUSTER (KSPLIT * MCAST)      // blocks per cluster, side by side along x
-#if CLUSTER > 1
-#define DECODE_CLUSTER CLUSTER_DIMS(CLUSTER, 1, 1)
+#if KSPLIT > 1
+#define DECODE_CLUSTER CLUSTER_DIMS(KSPLIT, 1, 1)
 #else
 #define DECODE_CLUSTER
 #endif
@@ -94,39 +88,33 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
         (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     [[maybe_unused]] float* red = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES);  // partials sent here
 
-    const int rank = CLUSTER > 1 ? (int)cluster_ctarank() : 0;
+    const int rank = KSPLIT > 1 ? (int)cluster_ctarank() : 0;
     const int tn = blockIdx.x / KSPLIT, tm = blockIdx.y;
     const int KT = (K + BK - 1) / BK;                    // K slices of the whole problem
     const int per = (KT + KSPLIT - 1) / KSPLIT;
-    const int part = KSPLIT > 1 ? rank : 0;              // which 1 / KSPLIT of K (MCAST's pairs: all of it)
-    const int t0 = min(KT, part * per), n = min(KT, t0 + per) - t0;   // this block's slices
+    const int t0 = min(KT, rank * per), n = min(KT, t0 + per) - t0;   // this block's slices
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], MCAST);                 // every consumer that reads the stage's A
+            mbar_init(&empty[s], 1);
         }
         mbar_init(&partials, 1);                         // the other ranks' rows of this block's tile
         mbar_fence_init();
     }
     __syncthreads();
-    if constexpr (CLUSTER > 1) cluster_arrive_relaxed();  // "this block has started"
+    if constexpr (KSPLIT > 1) cluster_arrive_relaxed();   // "this block has started"
 
     if (wg == 0) {                                       // ---- producer ----
         setmaxnreg_dec<40>();
-        if constexpr (MCAST > 1) cluster_wait();         // the partner's barriers exist: multicast may start
         if (tid == 0) {
             for (int i = 0; i < n; ++i) {
                 const int s = i % STAGES, t = t0 + i;
                 if (i >= STAGES) mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
                 unsigned char* a = smem + s * STAGE_BYTES;
                 mbar_arrive_tx(&full[s], STAGE_BYTES);
-                if constexpr (MCAST == 1) {
-                    tma_load_2d(a, &tmA, t * BK, tm * BM, &full[s]);
-                } else if (i % MCAST == rank) {             // the producers take turns
-                    tma_load_2d_multicast(a, &tmA, t * BK, tm * BM, &full[s], (1 << MCAST) - 1);
-                }
+                tma_load_2d(a, &tmA, t * BK, tm * BM, &full[s]);
 #pragma unroll
                 for (int p = 0; p < BN / 64; ++p)
                     tma_load_2d(a + A_TILE + p * B_PANEL, &tmB, tn * BN + p * 64, t * BK, &full[s]);
@@ -137,7 +125,6 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
     }
     // ---- consumer ----
     setmaxnreg_inc<232>();
-    if constexpr (MCAST > 1) cluster_wait();
     float acc[ACC];
 #pragma unroll
     for (int j = 0; j < ACC; ++j) acc[j] = 0.f;
@@ -151,13 +138,7 @@ hgemm_wgmma_decode(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
             wgmma_f16<BN>(acc, desc_k_major(base + j * 32), desc_mn_major(b_s + j * 2048, B_PANEL), 1);
         wgmma_commit();
         wgmma_wait<1>();                                 // slice i-1's wgmmas are done
-        // slice i-1's stage is free: for this block's producer, and with MCAST for the partner's, whose
-        // multicast writes it too. Only a stage that a later slice refills is released: so no arrival
-        // can reach a block that has already finished.
-        if (i > 0 && i - 1 + STAGES < n && tid == 0) {
-            mbar_arrive(&empty[(i - 1) % STAGES]);
-            if constexpr (MCAST > 1) mbar_arrive_cluster(&empty[(i - 1) % STAGES], rank ^ 1);
-        }
+        if (i > 0 && tid == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
     }
     wgmma_wait<0>();
     keep_in_regs(acc);
