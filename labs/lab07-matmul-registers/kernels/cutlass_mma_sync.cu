@@ -18,15 +18,12 @@
 //
 // Block order: CUTLASS's identity swizzle walks the output in bands of 8 tile columns, row after row
 // inside a band, so that the blocks resident together share their B columns in L2. Its grid has idle
-// blocks when 8 does not divide the tile columns; CourseRaster below walks the same order on the
-// course's grid, one block per tile.
+// blocks when 8 does not divide the tile columns; CourseRaster (cutlass_reference.cuh, which lab 7a's
+// TF32 yardstick shares) walks the same order on the course's grid, one block per tile.
 //
 // What to look for in SASS (make sass): HMMA.16816.F32, LDSM.16.M88.4 (A), LDSM.16.MT88.4 (B,
 // transposed), LDGSTS.E.BYPASS.LTC128B.128, one BAR.SYNC per k-tile; set its counts beside t4's.
 #include <cuda_fp16.h>
-
-#include <cutlass/epilogue/thread/linear_combination.h>
-#include <cutlass/gemm/kernel/default_gemm.h>
 
 #ifndef BM
 #define BM 128      // block tile rows
@@ -57,59 +54,14 @@
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #define SMEM_BYTES (STAGES * (BM * BK + BK * BN) * sizeof(half))   // A and B stages, no padding
 
-static_assert(BM % WM == 0 && BN % WN == 0, "the block tile must be a whole number of warp tiles");
 static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 16 == 0, "warp tiles are made of m16n8k16 mma tiles");
-static_assert(STAGES >= 3, "CUTLASS's multistage main loop needs at least 3 stages");
-static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB, the most any supported GPU gives a block");
-static_assert(GROUP >= 1, "GROUP must be at least 1");
-static_assert(CUTLASS_PROBE == 0 || CUTLASS_PROBE == 1, "CUTLASS_PROBE is 0 (the kernel) or 1 (B column-major)");
 
-namespace cutlass_reference {
+#include "cutlass_reference.cuh"
 
-using cutlass::gemm::GemmCoord;
-using LayoutB = typename std::conditional<CUTLASS_PROBE == 1, cutlass::layout::ColumnMajor,
-                                          cutlass::layout::RowMajor>::type;
-
-// The course launches grid (ceil(N/BN), ceil(M/BM)). Number the blocks in launch order and walk the
-// tiles in bands of GROUP columns, each band row by row: CUTLASS's order, without idle blocks.
-struct CourseRaster {
-    CUTLASS_HOST_DEVICE CourseRaster() {}
-    CUTLASS_HOST_DEVICE static int get_log_tile(GemmCoord) { return 0; }
-    CUTLASS_DEVICE static GemmCoord get_tile_offset(int)
-    {
-        const int tiles_n = gridDim.x, tiles_m = gridDim.y;
-        const int b = blockIdx.y * tiles_n + blockIdx.x;
-        const int band = b / (tiles_m * GROUP);
-        const int width = min(GROUP, tiles_n - band * GROUP);   // the last band may be narrower
-        const int r = b - band * tiles_m * GROUP;
-        return GemmCoord(r / width, band * GROUP + r % width, 0);
-    }
-};
-
-using Gemm = typename cutlass::gemm::kernel::DefaultGemm<
-    cutlass::half_t, cutlass::layout::RowMajor, 8,            // A: row-major, 8-half (16-byte) copies
-    cutlass::half_t, LayoutB, 8,                              // B: row-major (ldmatrix .trans)
-    float, cutlass::layout::RowMajor, float,                  // C and the accumulators
-    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80,      // mma.sync, Ampere's pipeline
-    cutlass::gemm::GemmShape<BM, BN, BK>, cutlass::gemm::GemmShape<WM, WN, BK>,
-    cutlass::gemm::GemmShape<16, 8, 16>,                      // mma.sync.m16n8k16
-    cutlass::epilogue::thread::LinearCombination<float, 4, float, float>,   // C = 1 * AB + 0 * C, float4
-    CourseRaster, STAGES, false, cutlass::arch::OpMultiplyAdd>::GemmKernel;
-
-static_assert(Gemm::kThreadCount == THREADS, "THREADS must be what CUTLASS launches per block");
-static_assert(sizeof(typename Gemm::SharedStorage) <= SMEM_BYTES,
-              "SMEM_BYTES must hold CUTLASS's shared storage (main loop or epilogue, whichever is larger)");
-
-}  // namespace cutlass_reference
-
+// mma.sync.m16n8k16, FP16 operands copied as 8-half (16-byte) chunks; C = 1 * A B + 0 * C
 extern "C" __global__ void __launch_bounds__(THREADS)
 hgemm_cutlass(int M, int N, int K, const half* A, const half* B, float* C)
 {
-    using namespace cutlass_reference;
-    extern __shared__ __align__(16) unsigned char smem[];
-    const GemmCoord problem(M, N, K), tiles(gridDim.y, gridDim.x, 1);
-    const typename Gemm::Params params(problem, tiles,
-                                       {(cutlass::half_t*)A, K}, {(cutlass::half_t*)B, CUTLASS_PROBE == 1 ? K : N},
-                                       {C, N}, {C, N}, {1.0f, 0.0f});
-    Gemm{}(params, *reinterpret_cast<typename Gemm::SharedStorage*>(smem));
+    cutlass_reference::gemm<cutlass::half_t, 8, cutlass::gemm::GemmShape<16, 8, 16>>(
+        M, N, K, 1.0f, reinterpret_cast<const cutlass::half_t*>(A), reinterpret_cast<const cutlass::half_t*>(B), 0.0f, C);
 }

@@ -25,9 +25,6 @@
 // What to look for in SASS (make sass): HMMA.1688.F32.TF32; A by LDSM (CUTLASS's ldmatrix on 32-bit
 // data, as k4's trick), B by LDS (row-major B cannot use ldmatrix without shuffles); LDGSTS; set the
 // counts beside k7's.
-#include <cutlass/epilogue/thread/linear_combination.h>
-#include <cutlass/gemm/kernel/default_gemm.h>
-
 #ifndef BM
 #define BM 128      // block tile rows
 #endif
@@ -57,59 +54,13 @@
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #define SMEM_BYTES (STAGES * (BM * BK + BK * BN) * sizeof(float))   // A and B stages, no padding
 
-static_assert(BM % WM == 0 && BN % WN == 0, "the block tile must be a whole number of warp tiles");
 static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 8 == 0, "warp tiles are made of m16n8k8 mma tiles");
-static_assert(STAGES >= 3, "CUTLASS's multistage main loop needs at least 3 stages");
-static_assert(SMEM_BYTES <= 227 * 1024, "shared memory above 227 KB, the most any supported GPU gives a block");
-static_assert(GROUP >= 1, "GROUP must be at least 1");
-static_assert(CUTLASS_PROBE == 0 || CUTLASS_PROBE == 1, "CUTLASS_PROBE is 0 (the kernel) or 1 (B column-major)");
 
-namespace cutlass_reference {
+#include "../../lab07-matmul-registers/kernels/cutlass_reference.cuh"
 
-using cutlass::gemm::GemmCoord;
-using LayoutB = typename std::conditional<CUTLASS_PROBE == 1, cutlass::layout::ColumnMajor,
-                                          cutlass::layout::RowMajor>::type;
-
-// The course launches grid (ceil(N/BN), ceil(M/BM)). Number the blocks in launch order and walk the
-// tiles in bands of GROUP columns, each band row by row: CUTLASS's order, without idle blocks.
-struct CourseRaster {
-    CUTLASS_HOST_DEVICE CourseRaster() {}
-    CUTLASS_HOST_DEVICE static int get_log_tile(GemmCoord) { return 0; }
-    CUTLASS_DEVICE static GemmCoord get_tile_offset(int)
-    {
-        const int tiles_n = gridDim.x, tiles_m = gridDim.y;
-        const int b = blockIdx.y * tiles_n + blockIdx.x;
-        const int band = b / (tiles_m * GROUP);
-        const int width = min(GROUP, tiles_n - band * GROUP);   // the last band may be narrower
-        const int r = b - band * tiles_m * GROUP;
-        return GemmCoord(r / width, band * GROUP + r % width, 0);
-    }
-};
-
-using Gemm = typename cutlass::gemm::kernel::DefaultGemm<
-    float, cutlass::layout::RowMajor, 4,                      // A: row-major, float4 (16-byte) copies
-    float, LayoutB, 4,                                        // B: row-major, float4 copies
-    float, cutlass::layout::RowMajor, float,                  // C and the accumulators
-    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80,      // mma.sync, Ampere's pipeline
-    cutlass::gemm::GemmShape<BM, BN, BK>, cutlass::gemm::GemmShape<WM, WN, BK>,
-    cutlass::gemm::GemmShape<16, 8, 8>,                       // mma.sync.m16n8k8, TF32
-    cutlass::epilogue::thread::LinearCombination<float, 4, float, float>,   // alpha AB + beta C, float4
-    CourseRaster, STAGES, false, cutlass::arch::OpMultiplyAdd>::GemmKernel;
-
-static_assert(Gemm::kThreadCount == THREADS, "THREADS must be what CUTLASS launches per block");
-static_assert(sizeof(typename Gemm::SharedStorage) <= SMEM_BYTES,
-              "SMEM_BYTES must hold CUTLASS's shared storage (main loop or epilogue, whichever is larger)");
-
-}  // namespace cutlass_reference
-
+// mma.sync.m16n8k8 on TF32, FP32 operands copied as float4; C = alpha A B + beta C
 extern "C" __global__ void __launch_bounds__(THREADS)
 tf32gemm_cutlass(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
 {
-    using namespace cutlass_reference;
-    extern __shared__ __align__(16) unsigned char smem[];
-    const GemmCoord problem(M, N, K), tiles(gridDim.y, gridDim.x, 1);
-    const typename Gemm::Params params(problem, tiles,
-                                       {const_cast<float*>(A), K}, {const_cast<float*>(B), CUTLASS_PROBE == 1 ? K : N},
-                                       {C, N}, {C, N}, {alpha, beta});
-    Gemm{}(params, *reinterpret_cast<typename Gemm::SharedStorage*>(smem));
+    cutlass_reference::gemm<float, 4, cutlass::gemm::GemmShape<16, 8, 8>>(M, N, K, alpha, A, B, beta, C);
 }
