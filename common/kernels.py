@@ -64,6 +64,8 @@ class Kernel:
     include_dirs: tuple = ()        # paths, or callables returning one (found at build time)
     launch_hook: Optional[Callable] = None
     hierarchy: dict = field(default_factory=dict)   # model-only facts for common.hierarchy
+    yardstick: bool = False         # not a rung: a library's kernel timed beside the ladder for comparison
+                                    # (CUTLASS's own); never the ladder's "best kernel" in a comparison
     path: str = ""                  # the source's full path: set by the Lab that holds the row
     lab: str = ""                   # the name of that lab
 

@@ -4,7 +4,7 @@ chapter's comparisons. No GPU needed: this is how a notebook shows recorded resu
     newest(directory, pattern)         -> (record, path) of the newest record, or (None, None)
     provenance(record, path=None)      -> "NVIDIA H200 (sm_90), measured 2026-11-30 16:35 UTC, commit 0d64cf0, ..."
     ladders(record), sizes(record)     the ladders ("fp32", "fp16") and sizes it holds
-    ladder_info(record, ladder, lab=None) -> {precision, title, baseline_mode, baseline, peak_tflops}:
+    ladder_info(record, ladder, lab=None) -> {precision, title, baseline_mode, baseline, peak_tflops, yardsticks}:
                                           the record's "ladders" entry (records before it: the
                                           precision of the ladder's first kernel in the lab's table)
     result(record, ladder, kernel, size) -> one result dict (tflops, pct_of_cublas, pct_of_peak, ...)
@@ -102,7 +102,7 @@ def _precision_of(record, ladder, lab):
 
 
 def ladder_info(record, ladder, lab=None):
-    """{precision, title, baseline_mode, baseline, peak_tflops} of one ladder of the record.
+    """{precision, title, baseline_mode, baseline, peak_tflops, yardsticks} of one ladder of the record.
     baseline is the short name comparisons use: "cuBLAS SGEMM" (the precision's cuBLAS call)."""
     info = dict((record.get("ladders") or {}).get(ladder) or {})
     prec = PRECISIONS.get(info.get("precision"))
@@ -115,6 +115,9 @@ def ladder_info(record, ladder, lab=None):
     info.setdefault("title", prec.title if prec else ladder)
     info.setdefault("baseline_mode", prec.cublas_mode if prec else BASELINE)
     info.setdefault("peak_tflops", None)
+    if "yardsticks" not in info:          # a record written before rows could be yardsticks: ask the table
+        rows = (getattr(lab, "ladders", None) or {}).get(ladder, [])
+        info["yardsticks"] = [k.name for k in rows if getattr(k, "yardstick", False)]
     info["baseline"] = prec.baseline if prec else f"{BASELINE} {ladder}"
     return info
 
@@ -201,8 +204,10 @@ def tflops_vs_size(record, lab=None):
     return fig
 
 
-def _best(record, ladder, size):
-    rs = [r for r in record["results"] if r["ladder"] == ladder and r["size"] == size and r["kernel"] != BASELINE]
+def _best(record, ladder, size, lab=None):
+    """The ladder's fastest kernel at `size`: not cuBLAS, and not a yardstick (a library's kernel)."""
+    skip = set(ladder_info(record, ladder, lab)["yardsticks"]) | {BASELINE}
+    rs = [r for r in record["results"] if r["ladder"] == ladder and r["size"] == size and r["kernel"] not in skip]
     return max(rs, key=lambda r: r["tflops"]) if rs else None
 
 
@@ -222,7 +227,7 @@ def comparisons(record, size=None, lab=None, ratios=None):
         ratios = lab.option("BASELINE_RATIOS", []) if lab is not None else []
     rows = []
     for ladder in ladders(record):
-        b, base = _best(record, ladder, size), result(record, ladder, BASELINE, size)
+        b, base = _best(record, ladder, size, lab), result(record, ladder, BASELINE, size)
         if b and base:
             rows.append({"comparison": f"best {ladder.upper()} kernel ({b['kernel']}) / "
                                        f"{ladder_info(record, ladder, lab)['baseline']}",

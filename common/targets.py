@@ -176,10 +176,11 @@ def _slug(name):
 
 
 def ladder_info(lab, ladder, facts=None):
-    """What a record says about one ladder: its precision, title, baseline and peak."""
+    """What a record says about one ladder: its precision, title, baseline, peak, and its yardstick rows."""
     p = lab.ladder_precision(ladder)
     return {"precision": p.name, "title": p.title, "baseline_mode": p.cublas_mode,
-            "peak_tflops": p.peak((facts or {}).get("peaks"))}
+            "peak_tflops": p.peak((facts or {}).get("peaks")),
+            "yardsticks": [k.name for k in lab.ladders.get(ladder, []) if k.yardstick]}
 
 
 class Measurer:

@@ -89,6 +89,24 @@ def test_the_chapters_comparisons():
     assert rows["cuBLAS HGEMM / cuBLAS SGEMM"]["ratio"] == pytest.approx(14.0)
 
 
+def test_a_yardstick_is_never_the_ladders_best_kernel():
+    """A library's kernel timed beside the ladder (CUTLASS's own, `yardstick=True` in the table) is not
+    "how far the ladder got": the comparison takes the best rung, whether the record names the
+    yardsticks (records since 2026-12-03) or only the lab's table does."""
+    rec = synthetic_record()
+    for n in (1024, 4096):
+        rec["results"].append({**next(r for r in rec["results"] if r["kernel"] == "t3" and r["size"] == n),
+                               "kernel": "cutlass", "tflops": 300.0})
+    best = lambda rows: next(r["comparison"] for r in rows if "FP16" in r["comparison"])   # noqa: E731
+    assert best(records.comparisons(rec)) == "best FP16 kernel (cutlass) / cuBLAS HGEMM"    # nothing says
+    lab = SimpleNamespace(ladders={"fp16": [SimpleNamespace(name="t3", yardstick=False),
+                                            SimpleNamespace(name="cutlass", yardstick=True)]},
+                          option=lambda name, default=None: default)
+    assert best(records.comparisons(rec, lab=lab)) == "best FP16 kernel (t3) / cuBLAS HGEMM"
+    rec["ladders"]["fp16"]["yardsticks"] = ["cutlass"]
+    assert best(records.comparisons(rec)) == "best FP16 kernel (t3) / cuBLAS HGEMM"
+
+
 def test_the_baseline_ratios_are_the_labs():
     lab = SimpleNamespace(option=lambda name, default=None: {"BASELINE_RATIOS": [("fp16", "fp32")]}.get(name, default))
     assert len(records.comparisons(synthetic_record(), lab=lab)) == 3

@@ -84,7 +84,7 @@ FP16 = [
     # the nvidia-cutlass wheel (lab 7b's setup installs it; common/headers.py finds it at build time)
     Kernel("cutlass", "cutlass_mma_sync.cu", {"": "hgemm_cutlass"}, "fp16_tensor",
            rules=(K_MULTIPLE_OF_8, N_MULTIPLE_OF_8), include_dirs=(cutlass_include,),
-           nvcc_flags=("--expt-relaxed-constexpr",),
+           nvcc_flags=("--expt-relaxed-constexpr",), yardstick=True,
            title="NVIDIA CUTLASS's own Ampere GEMM: mma.sync + ldmatrix, 128x256x32, 3 stages",
            claim="the yardstick: what NVIDIA's library reaches with t4's instruction on this GPU"),
 ]

@@ -55,7 +55,7 @@ TF32 = [
            rules=((lambda M, N, K: K % 4 == 0, "K to be a multiple of 4 (rows of A are copied as float4)"),
                   (lambda M, N, K: N % 4 == 0, "N to be a multiple of 4 (rows of B and C are copied as float4)")),
            args=ALPHA_BETA, input_roundoff=TF32_ROUNDED, include_dirs=(cutlass_include,),
-           nvcc_flags=("--expt-relaxed-constexpr",),
+           nvcc_flags=("--expt-relaxed-constexpr",), yardstick=True,
            title="NVIDIA CUTLASS's own Ampere TF32 GEMM: mma.sync m16n8k8, 128x256x16, 3 stages",
            claim="the yardstick: what NVIDIA's library reaches with k7's instruction on this GPU"),
 ]
