@@ -88,7 +88,7 @@ def table_row(lab, name):
         raise CourseError(f"{lab.name} has no kernel {name!r}",
                           hint="one of: " + ", ".join(list(lab.kernels) + [n for n in rows if n not in lab.kernels]))
     k = lab.bind(rows[name])
-    return k.with_params() if not k.tag else lab.bind(replace(k, name=k.base_name, defines={}, tag=""))
+    return replace(k, name=k.base_name, defines={}, tag="") if k.tag else k    # the file's defaults
 
 
 def compare(lab, args):
@@ -99,7 +99,9 @@ def compare(lab, args):
     base = table_row(lab, args.kernel)
     builds = [base] + [base.with_params(**p) for p in parse_builds(args.builds)]
     shapes = parse_shapes(args.sizes)
-    rounds = args.rounds or 3
+    rounds = 3 if args.rounds is None else args.rounds
+    if rounds < 1:
+        raise CourseError(f"ROUNDS={rounds}: a comparison needs at least one round", hint="ROUNDS=3 is the default")
     prec = lab.ladder_precision(lab.ladder_of(base)) if lab.ladder_of(base) else base.prec
     for M, N, K in shapes:
         refused = [why for k in builds for why in [k.refusal(M, N, K)] if why]
