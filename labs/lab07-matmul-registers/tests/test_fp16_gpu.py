@@ -27,6 +27,19 @@ def test_fp16_kernel_matches_float64_reference(name, variant, shape):
     assert verdict.ok, str(verdict)
 
 
+# The yardstick's rule (K and N multiples of 8) leaves it few of SHAPES: these keep its rule and vary
+# the rest: M = 1, odd M around a 128-row tile, partial tiles in N and K, tall and skinny, wide.
+CUTLASS_SHAPES = [(1, 8, 8), (3, 1024, 1032), (127, 136, 40), (129, 264, 72), (4099, 8, 64), (255, 520, 2056)]
+
+
+@needs_gpu
+@pytest.mark.parametrize("shape", CUTLASS_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_the_cutlass_yardstick_on_odd_m_and_partial_tiles(shape):
+    assert LAB.kernel("cutlass").refusal(*shape) is None
+    verdict = LAB.check("cutlass", *shape)
+    assert verdict.ok, str(verdict)
+
+
 @pytest.fixture(scope="module")
 def big_problem():
     rng = np.random.default_rng()

@@ -35,6 +35,21 @@ def test_alpha_and_beta(name, variant, shape, alpha, beta):
     assert verdict.ok, str(verdict)
 
 
+# The yardstick's rule (K and N multiples of 4) leaves it few of SHAPES: these keep its rule and vary
+# the rest: M = 1, odd M around a tile, partial tiles in N and K, tall and skinny, wide, K = 4.
+CUTLASS_SHAPES = [(1, 4, 4), (3, 1024, 1028), (127, 132, 36), (129, 260, 100), (4099, 4, 64), (255, 516, 2052)]
+
+
+@needs_gpu
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (1.5, 0.5), (-0.75, 0.0)])
+@pytest.mark.parametrize("shape", CUTLASS_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_the_cutlass_yardstick_on_odd_m_and_partial_tiles(shape, alpha, beta):
+    """beta = 0 hands it NaN in C: CUTLASS's epilogue must not read C then."""
+    assert LAB.kernel("cutlass").refusal(*shape) is None
+    verdict = LAB.check("cutlass", *shape, alpha=alpha, beta=beta)
+    assert verdict.ok, str(verdict)
+
+
 @needs_gpu
 def test_the_truncating_build_passes_its_own_looser_bound():
     k = LAB.kernel("k7").with_params(TF32_ROUND=0)
