@@ -13,9 +13,12 @@
     kernel.refusal(M, N, K)        None, or the rule a shape breaks (in words)
     kernel.launch(func, M, N, K, a, b, c, alpha=1, beta=0)   one launch on the default stream
     load_function(cubin, entry, shared_bytes, signature)     PyCUDA function from a cubin (cached)
+    sibling(func, entry, shared_bytes, signature)            another entry point of func's cubin (a
+                                   launch hook that runs two kernels of one source: lab 7b's c6)
 
-Argument lists (Kernel.args), named from this vocabulary: M N K, splits, dp_tiles and workers (int:
-split-K's splits; stream-K's whole tiles and the blocks that share the rest), alpha and beta (float),
+Argument lists (Kernel.args), named from this vocabulary: M N K, splits, dp_tiles, workers and
+first_block (int: split-K's splits; stream-K's whole tiles, the blocks that share the rest, and the
+block number of the grid's first block), alpha and beta (float),
 A B C and workspace (device pointers). The two the course's kernels use:
     ABC         (int M, int N, int K, const T* A, const T* B, float* C)           C = A B
     ALPHA_BETA  (int M, int N, int K, float alpha, const T* A, const T* B, float beta, float* C)
@@ -36,7 +39,8 @@ from .tiling import Tiling
 ABC = ("M", "N", "K", "A", "B", "C")
 ALPHA_BETA = ("M", "N", "K", "alpha", "A", "B", "beta", "C")
 _ARG_TYPES = {"M": "i", "N": "i", "K": "i", "splits": "i", "alpha": "f", "beta": "f",
-              "A": "P", "B": "P", "C": "P", "workspace": "P", "dp_tiles": "i", "workers": "i"}
+              "A": "P", "B": "P", "C": "P", "workspace": "P", "dp_tiles": "i", "workers": "i",
+              "first_block": "i"}
 
 
 def _always(M, N, K):
@@ -63,6 +67,9 @@ class Kernel:
     nvcc_flags: tuple = ()          # more nvcc flags (e.g. -DCUTE_...); include dirs below
     include_dirs: tuple = ()        # paths, or callables returning one (found at build time)
     launch_hook: Optional[Callable] = None
+    helpers: dict = field(default_factory=dict)     # name -> entry point the launch hook runs beside the
+                                    # chosen variant's (never chosen itself); built, counted and checked
+                                    # for spills with the variants: `make`, `make sass`
     hierarchy: dict = field(default_factory=dict)   # model-only facts for common.hierarchy
     yardstick: bool = False         # not a rung: a library's kernel timed beside the ladder for comparison
                                     # (CUTLASS's own); never the ladder's "best kernel" in a comparison
@@ -135,6 +142,11 @@ class Kernel:
     @property
     def variants(self):
         return list(self.entries)
+
+    @property
+    def all_entries(self):
+        """Variants and helpers: {label suffix: entry point}, what the build and SASS reports list."""
+        return {**self.entries, **self.helpers}
 
     @property
     def fallback(self):
@@ -226,4 +238,16 @@ def load_function(cubin, entry, shared_bytes=0, signature="iiiPPP"):
         func.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes)
     if re.fullmatch(r"[iPf]+", signature):
         func.prepare(signature)
+    _cubin_of[id(func)] = str(cubin)      # load_function's cache keeps func alive: its id stays its own
     return func
+
+
+_cubin_of = {}
+
+
+def sibling(func, entry, shared_bytes=0, signature="iiiPPP"):
+    """The prepared function `entry` of the cubin that `func` (from load_function) came from."""
+    if id(func) not in _cubin_of:
+        raise CourseError(f"no cubin is known for the function that should hold a sibling {entry!r}",
+                          hint="load the first function with common.kernels.load_function")
+    return load_function(_cubin_of[id(func)], entry, shared_bytes, signature)

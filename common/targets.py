@@ -65,7 +65,7 @@ def build_rows(lab, archs, kernels=None):
             ba = lab.build_arch(k, a)
             if ba is None:
                 continue
-            for v, entry in k.entries.items():
+            for v, entry in k.all_entries.items():
                 r = res[(k.name, ba)].get(entry)
                 if r is None:
                     raise CourseError(f"{k.source} has no entry point {entry} for {ba}",
@@ -115,7 +115,7 @@ def sass_counts(lab, arch, kernels=None, notes=None):
         text = sassmod.disassemble(k.cubin(lab.build_dir_of(k), lab.build_arch(k, arch)))
         counts, banks = sassmod.opcode_counts(text), register_banks.ffma_bank_conflicts(text)
         note = f" ({notes[k.name]})" if notes and k.name in notes else ""
-        for v, entry in k.entries.items():
+        for v, entry in k.all_entries.items():
             if entry not in counts:
                 raise CourseError(f"{entry} is missing from the SASS of {k.source}")
             out[entry + k.name[len(k.base_name):]] = {

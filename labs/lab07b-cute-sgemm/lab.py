@@ -57,7 +57,8 @@ CUTE = [
 # tiles is shared evenly by every resident block. Its launch (grid, workspace) is launch.py's.
 C6 = _row("c6", "c6_stream_k.cu", "c5 tuned + a stream-K tail: the last wave's tiles split evenly over the resident blocks",
           "no SM idles in the last wave: the 3 % that wave quantization costs c5 (and cuBLAS) at 4096^3",
-          args=ALPHA_BETA + ("dp_tiles", "workers", "workspace"), launch_hook=StreamK())
+          args=ALPHA_BETA + ("dp_tiles", "workers", "first_block", "workspace"), launch_hook=StreamK(),
+          helpers={"tiles": "cute_sgemm_c6_tiles"})
 
 # The FP32 rows of lab 7 in the same table: v7 (the chapter's warp tiling) and v8 (past the chapter).
 # The v8 row is v8's defaults; lab 7's own `make bench` adds the build its `make tune` recorded for this GPU
@@ -80,7 +81,8 @@ TUNING = {"fp32": Tuning("c5", candidates, illegal=reason_illegal, sizes=(2048, 
 
 # make ncu-table: the bank check of the swizzle (c3 against c4) and the last rung, beside cuBLAS SGEMM.
 NCU_TABLE = ["c3", "c4", "c5"]
-SANITIZE_SHAPES = [(130, 260, 104), (33, 65, 24), (257, 129, 40), (1, 1, 8), (17, 33, 9)]
+# (2560, 2560, 32): 400 tiles, so that c6 runs whole tiles in its tiles launch and shares the rest (launch.py)
+SANITIZE_SHAPES = [(130, 260, 104), (33, 65, 24), (257, 129, 40), (1, 1, 8), (17, 33, 9), (2560, 2560, 32)]
 # make sanitize checks the rows and, once, the build `make tune` recorded as the H200's best for large
 # squares (results/lab07b-tuned_nvidia-h200.json): its rasterization and A layout are code the rows skip.
 SANITIZE_ALSO = [CUTE[-1].with_defines(A_MMAJOR=1, MIN_BLOCKS=2, GROUP=8)]

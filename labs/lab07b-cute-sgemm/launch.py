@@ -2,8 +2,9 @@
 workspace of partial tiles they hand each other (c6_stream_k.cu's header says what the kernel does).
 
     StreamK()                   c6's launch_hook (common/kernels.py): the schedule per shape, worked out
-                                once, then each call is one launch
+                                once, then each call is one launch (two with SPLIT_LAUNCH, below)
     schedule(tiles, k_tiles, workers)  -> (dp_tiles, workers): the rule below, on its own (tests)
+    splits(k, M, N, K, dp_tiles)       -> whether the whole tiles get a launch of their own (tests)
     release()                   free the cached workspaces
 
 The rule. workers = the blocks that fit on the GPU at once (SMs x resident blocks per SM: 264 for c6 on
@@ -11,6 +12,12 @@ the H200). With tiles % workers == 0 every wave is full: all tiles run whole (no
 whole waves run whole and the last, partial wave's tiles are shared by all workers; when that tail is
 less than half a wave and there is a whole wave before it, one whole wave joins the tail, so that no
 worker's share is a sliver of a tile (many partials to add for one tile) but each is 0.5-1.5 tiles.
+
+Two launches (c6's SPLIT_LAUNCH = 1, its default). When the shape divides the tile (BM | M, BN | N,
+BK | K) and there are whole tiles, they run first as cute_sgemm_c6_tiles on a grid of dp_tiles blocks:
+c5's loop with no edge path, in a kernel of its own. Then the workers run as c6's vec entry on a grid
+of `workers` blocks with first_block = dp_tiles. One stream: the second launch starts when the first
+has finished, and its blocks fill the GPU at once (there are as many as fit).
 """
 import math
 from dataclasses import dataclass
@@ -56,19 +63,35 @@ def resident_blocks(func, k):
     return facts["sms"] * max(1, per_sm)
 
 
+def splits(k, M, N, K, dp_tiles):
+    """Do the whole tiles run as a launch of their own? SPLIT_LAUNCH on, whole tiles to run, and a shape
+    that divides the tile (the tiles entry has no edge path)."""
+    bm, bn = k.tile
+    return (bool(k.tiling.value("SPLIT_LAUNCH")) and dp_tiles > 0
+            and M % bm == 0 and N % bn == 0 and K % k.tiling.value("BK") == 0)
+
+
 class _Plan:
     def __init__(self, k, func, M, N, K):
+        from common.kernels import sibling
         bm, bn = k.tile
         tiles = math.ceil(M / bm) * math.ceil(N / bn)
         k_tiles = math.ceil(K / k.tiling.value("BK"))
         resident = resident_blocks(func, k)
         self.dp_tiles, self.workers = schedule(tiles, k_tiles, resident)
-        self.grid = (self.dp_tiles + self.workers, 1, 1)
         self.block, self.shared = (k.threads, 1, 1), k.shared_bytes
         w = max(self.workers, 1)                   # partials, then flags: zero at first, left zero by each launch
         self.ws = _workspaces.get((w, bm * bn), w * bm * bn + w, zeroed=True)
         self.head = (np.int32(M), np.int32(N), np.int32(K))
-        self.tail = (np.int32(self.dp_tiles), np.int32(self.workers))
+        # the tiles entry serves the vec entry's launches only: a scalar launch stays one kernel
+        self.tiles = None
+        if "vec" in k.entries and splits(k, M, N, K, self.dp_tiles):
+            vec = sibling(func, k.entries["vec"], k.shared_bytes, k.signature)
+            if vec is func:
+                self.tiles = sibling(func, k.helpers["tiles"], k.shared_bytes, "iiifPPfP")
+        first = self.dp_tiles if self.tiles is not None else 0
+        self.grid = (self.dp_tiles + self.workers - first, 1, 1)
+        self.tail = (np.int32(self.dp_tiles), np.int32(self.workers), np.int32(first))
 
 
 @dataclass(frozen=True)
@@ -80,5 +103,10 @@ class StreamK:
         p = _plans.get(key)
         if p is None:
             p = _plans[key] = _Plan(k, func, M, N, K)
+        if p.tiles is not None:
+            p.tiles.prepared_async_call((p.dp_tiles, 1, 1), p.block, stream, *p.head, np.float32(alpha), a, b,
+                                        np.float32(beta), c, shared_size=p.shared)
+            if p.workers == 0:
+                return
         func.prepared_async_call(p.grid, p.block, stream, *p.head, np.float32(alpha), a, b, np.float32(beta), c,
                                  *p.tail, p.ws, shared_size=p.shared)

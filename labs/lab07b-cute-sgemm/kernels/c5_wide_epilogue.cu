@@ -30,12 +30,6 @@
 //               cp.async (a 16-byte copy cannot transpose) and read as LDS.128 along m after the MMA
 //               permutes M as it permutes N: lab 7's v8 layout, fewer live A registers per thread
 //   FMA_ORDER   the order of a k-block's FFMA (cute_sgemm::outer_product)
-//   RESIDUE_FIRST  1: the k-tiles start `shift` = (BK - K % BK) % BK before the matrix, so the partial
-//               k-tile is tile 0 (copied in the prologue, its first `shift` k zero-filled) and every
-//               tile of the main loop is whole in k. A block wholly inside C then takes a copy of the
-//               main loop with no predicates and no branch at its copies; edge blocks keep the
-//               predicated one. (CUTLASS's mainloops order their k-tiles the same way.) 0: the edge
-//               test at every tile, the worklog's structure.
 //
 // SASS to look for: in the main loop FFMA, LDS.128 (2 for A and 2 for B per k; 8 scalar LDS per tile are
 // the next tile's first k-block of A, loaded after the barrier, which cannot merge), LDGSTS.E.BYPASS
@@ -73,12 +67,6 @@
 #endif
 #ifndef FMA_ORDER
 #define FMA_ORDER 0 // order of a k-block's FFMA: 0 cute::gemm's, 1 n outer (v8), 2 m outer (v7); tuning only
-#endif
-#ifndef EVEN_ONLY
-#define EVEN_ONLY 0 // experiment (make compare): 1 copies every tile unpredicated, right only when BM | M, BN | N, BK | K
-#endif
-#ifndef RESIDUE_FIRST
-#define RESIDUE_FIRST 0 // 1: the partial k-tile first, so that blocks inside C run a main loop with no predicates
 #endif
 
 #define THREADS (THR_M * THR_N)                                        // threads per block
@@ -184,16 +172,16 @@ using TiledMma = decltype(make_tiled_mma(UniversalFMA<float, float, float>{},
 // finish(acc, gC, thr_mma, m_left, n_left, inside): the accumulators, the tile of C, the MMA's thread
 // slice, the rows and columns of C left from the tile's corner, and whether the tile lies wholly inside.
 // c6 (stream-K) calls it with part of K and its own finish.
-template <bool VEC, class Finish>
+// EVEN (c6's whole-tile entry): the caller guarantees BM | M, BN | N and BK | K, so every copy is whole
+// and unpredicated: no edge test at any tile, and ptxas allocates a main loop with no edge path in it.
+// (`inside` is then true at run time; finish still gets it as a value: with the constant, ptxas
+// allocated the same loop differently, 26 % of its FFMA with register-bank conflicts against 14 %.)
+template <bool VEC, bool EVEN = false, class Finish>
 __device__ __forceinline__ void tile_range(int M, int N, int K, const float* A, const float* B, float* C,
                                            int bm, int bn, int kt0, int kt1, Finish&& finish)
 {
-    // RESIDUE_FIRST: A and B seen from `shift` columns (rows of B) before their start, so that k-tile t
-    // covers k = t BK - shift ... t BK - shift + BK - 1 of the matrices; those below 0 are never read.
-    const int shift = RESIDUE_FIRST ? (BK - K % BK) % BK : 0;
-    Tensor mA = make_tensor(make_gmem_ptr(A - shift), make_shape(M, K + shift), make_stride(K, _1{}));   // (M, K)
-    Tensor mB = make_tensor(make_gmem_ptr(B - static_cast<ptrdiff_t>(shift) * N), make_shape(N, K + shift),
-                            make_stride(_1{}, N));                                                   // (N, K)
+    Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, _1{}));   // (M, K)
+    Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(_1{}, N));   // (N, K)
     Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(N, _1{}));   // (M, N)
     auto tiler = make_shape(TileM{}, TileN{}, TileK{});
     auto coord = make_coord(bm, bn, _);
@@ -223,20 +211,14 @@ __device__ __forceinline__ void tile_range(int M, int N, int K, const float* A, 
     // Tile t into buffer s. A block wholly inside the matrices copies unpredicated; at an edge each
     // 16-byte (vec) or 4-byte (scalar) copy is predicated on its first element's coordinate, and a
     // false predicate zero-fills (cp.async with src-size 0), so the MMA multiplies zeros there.
-    auto load_whole = [&](int t, int s) {
-        copy(copy_a, tAgA(_, _, _, t), tAsA(_, _, _, s));
-        copy(copy_b, tBgB(_, _, _, t), tBsB(_, _, _, s));
-    };
     auto load_tile = [&](int t, int s) {
-        const int k_left = K + shift - t * BK;
-        const int k_lo = t == 0 ? shift : 0;   // RESIDUE_FIRST: tile 0's first `shift` k lie before the matrix
-        if (EVEN_ONLY || (inside && k_left >= BK && k_lo == 0)) {
-            load_whole(t, s);
+        const int k_left = K - t * BK;
+        if (EVEN || (inside && k_left >= BK)) {
+            copy(copy_a, tAgA(_, _, _, t), tAsA(_, _, _, s));
+            copy(copy_b, tBgB(_, _, _, t), tBsB(_, _, _, s));
         } else {
-            auto pa = cute::lazy::transform(tAcA, [&](auto c) {
-                return elem_less(c, make_coord(m_left, k_left)) && get<1>(c) >= k_lo; });
-            auto pb = cute::lazy::transform(tBcB, [&](auto c) {
-                return elem_less(c, make_coord(n_left, k_left)) && get<1>(c) >= k_lo; });
+            auto pa = cute::lazy::transform(tAcA, [&](auto c) { return elem_less(c, make_coord(m_left, k_left)); });
+            auto pb = cute::lazy::transform(tBcB, [&](auto c) { return elem_less(c, make_coord(n_left, k_left)); });
             Tensor dA = tAsA(_, _, _, s);
             Tensor dB = tBsB(_, _, _, s);
             copy_if(copy_a, pa, tAgA(_, _, _, t), dA);
@@ -272,33 +254,24 @@ __device__ __forceinline__ void tile_range(int M, int N, int K, const float* A, 
     // Main loop. Tile t+STAGES-1 is copied into the buffer tile t-1 left; then per k-block: load the
     // next k-block into the other register set, and multiply this one (gemm: the outer product of
     // the thread's 8 A and 8 B values, 64 FFMA). One barrier per tile.
-    // INTERIOR (RESIDUE_FIRST only, blocks inside C): the tiles copied here are whole (t + STAGES - 1 > 0),
-    // so their copies need no predicate and no test.
-    auto main_loop = [&](auto interior) {
-        for (int t = kt0; t < kt1; ++t) {
-            if (t + STAGES - 1 < kt1) {
-                if constexpr (decltype(interior)::value) load_whole(t + STAGES - 1, write);
-                else load_tile(t + STAGES - 1, write);
+    for (int t = kt0; t < kt1; ++t) {
+        if (t + STAGES - 1 < kt1) load_tile(t + STAGES - 1, write);
+        cp_async_fence();
+        CUTE_UNROLL
+        for (int k = 0; k < BK; ++k) {
+            if (k == BK - 1) {   // tile t+1 has landed for everyone, and everyone holds tile t's last
+                                 // k-block in registers: tile t's buffer is free for the next copy
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                write = read;
+                read = (read + 1 == STAGES) ? 0 : read + 1;
             }
-            cp_async_fence();
-            CUTE_UNROLL
-            for (int k = 0; k < BK; ++k) {
-                if (k == BK - 1) {   // tile t+1 has landed for everyone, and everyone holds tile t's last
-                                     // k-block in registers: tile t's buffer is free for the next copy
-                    cp_async_wait<STAGES - 2>();
-                    __syncthreads();
-                    write = read;
-                    read = (read + 1 == STAGES) ? 0 : read + 1;
-                }
-                const int kn = (k + 1) % BK;   // k-block k+1: of this tile, or (k = BK-1) the next tile's first
-                copy(tCsA(_, _, kn, read), tCrA(_, _, (k + 1) & 1));
-                copy(tCsB(_, _, kn, read), tCrB(_, _, (k + 1) & 1));
-                cute_sgemm::outer_product<FMA_ORDER>(mma, tCrA(_, _, k & 1), tCrB(_, _, k & 1), tCrC);
-            }
+            const int kn = (k + 1) % BK;   // k-block k+1: of this tile, or (k = BK-1) the next tile's first
+            copy(tCsA(_, _, kn, read), tCrA(_, _, (k + 1) & 1));
+            copy(tCsB(_, _, kn, read), tCrB(_, _, (k + 1) & 1));
+            cute_sgemm::outer_product<FMA_ORDER>(mma, tCrA(_, _, k & 1), tCrB(_, _, k & 1), tCrC);
         }
-    };
-    if (RESIDUE_FIRST && inside) main_loop(cute::true_type{});
-    else main_loop(cute::false_type{});
+    }
 
     finish(tCrC, tCgC, thr_mma, m_left, n_left, inside);
 }

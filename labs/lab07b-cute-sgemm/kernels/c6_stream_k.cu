@@ -6,10 +6,15 @@
 // Entry points: cute_sgemm_c6_vec    K % 4 == 0 and N % 4 == 0 (c5's vec)
 //               cute_sgemm_c6_scalar any shape
 //   (int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
-//    int dp_tiles, int workers, float* workspace)
-// Launch: 1-D grid of dp_tiles + workers blocks of THREADS, SMEM_BYTES of dynamic shared memory (c5's).
-//   workspace: workers x BM x BN floats (one partial tile per worker), then `workers` flags, zero before
-//   the first launch; every launch leaves them zero.
+//    int dp_tiles, int workers, int first_block, float* workspace)
+//               cute_sgemm_c6_tiles  whole tiles only, BM | M, BN | N and BK | K (SPLIT_LAUNCH, below)
+//   (int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
+// Launch: 1-D grid of dp_tiles + workers blocks of THREADS, SMEM_BYTES of dynamic shared memory (c5's),
+//   first_block = 0. workspace: workers x BM x BN floats (one partial tile per worker), then `workers`
+//   flags, zero before the first launch; every launch leaves them zero.
+//   SPLIT_LAUNCH = 1 and a shape that divides the tile: two launches on one stream, cute_sgemm_c6_tiles
+//   on a grid of dp_tiles blocks (tile b of the raster order each), then cute_sgemm_c6_vec on a grid of
+//   `workers` blocks with first_block = dp_tiles (block b of the grid is block first_block + b above).
 //
 // Why. c5 runs one 128 x 128 tile per block, two blocks per SM: 264 tiles at a time on the H200's 132
 // SMs. At 4096^3 there are 1024 tiles: three full waves (792) and a fourth of 232, in which 32 SMs run
@@ -43,10 +48,14 @@
 // block-number order, and no worker waits before its partial is out. A wait of 10 s traps instead of
 // hanging.
 //
-// Measured (README, "Past the worklog: c6"): 99.4-100.2 % of cuBLAS at 4096^3, 100.7-101.3 % at 8192^3.
-// Its whole tiles run 0.5-0.7 % slower than c5's own kernel: the one kernel's 128 registers serve
-// both paths (a workers-only second kernel spilled in four builds; each path in a __noinline__
-// function of its own compiled without spills but ran 7 % slower).
+// Measured (README, "Past the worklog: c6"): 99.4-100.2 % of cuBLAS at 4096^3, 100.7-101.3 % at 8192^3
+// in one launch. Its whole tiles run 0.5-0.7 % slower than c5's own kernel: the one kernel's 128
+// registers serve both paths (a workers-only second kernel spilled in four builds; each path in a
+// __noinline__ function of its own compiled without spills but ran 7 % slower). Hence SPLIT_LAUNCH:
+// where the shape divides the tile, the whole tiles run in an entry point of their own with no edge
+// path at all (c5's tile_range<VEC, EVEN = true>), which ptxas allocates as c5 alone; c5 built that
+// way measured 1.1 points of cuBLAS faster than tuned c5 at 4096^3 and 8192^3
+// (results/lab07b-c5-compare_*_d2cd4ff.json, EVEN_ONLY). The workers keep this kernel, launched after.
 //
 // Defaults: the tuned c5 of the H200 (A_MMAJOR = 1, MIN_BLOCKS = 2, GROUP = 8; results/lab07b-tuned_*.json),
 // MIN_BLOCKS = 1 where two blocks do not fit an SM (below).
@@ -73,6 +82,9 @@
 #endif
 #ifndef GROUP
 #define GROUP 8     // rasterization: 8 block rows walked together
+#endif
+#ifndef SPLIT_LAUNCH
+#define SPLIT_LAUNCH 1 // read by the host (launch.py): 1 runs an even shape's whole tiles as a launch of their own
 #endif
 
 #define C5_BODY_ONLY   // c5's body and parameters, without its entry points
@@ -128,11 +140,11 @@ __device__ __forceinline__ void wait_for(unsigned* flag)
 
 template <bool VEC>
 __device__ __forceinline__ void body(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
-                                     float* C, int dp_tiles, int workers, float* workspace)
+                                     float* C, int dp_tiles, int workers, int first_block, float* workspace)
 {
     const int gx = (N + BN - 1) / BN, gy = (M + BM - 1) / BM;
     const int k_tiles = (K + BK - 1) / BK;
-    const int b = blockIdx.x;
+    const int b = first_block + blockIdx.x;
     auto store = [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
         c5::store_tile<VEC>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
     };
@@ -197,14 +209,27 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_vec(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
-                  int dp_tiles, int workers, float* workspace)
+                  int dp_tiles, int workers, int first_block, float* workspace)
 {
-    c6::body<true>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, workspace);
+    c6::body<true>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, first_block, workspace);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_scalar(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
-                     int dp_tiles, int workers, float* workspace)
+                     int dp_tiles, int workers, int first_block, float* workspace)
 {
-    c6::body<false>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, workspace);
+    c6::body<false>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, first_block, workspace);
+}
+
+// The whole tiles of a shape that divides the tile (BM | M, BN | N, BK | K), block b the raster order's
+// tile b: c5's product with no edge path (EVEN) and its wide epilogue.
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+cute_sgemm_c6_tiles(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
+{
+    int bm, bn;
+    cute_sgemm::raster_of(blockIdx.x, N / BN, M / BM, GROUP, bm, bn);
+    c5::tile_range<true, true>(M, N, K, A, B, C, bm, bn, 0, K / BK,
+        [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
+            c5::store_tile<true>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
+        });
 }

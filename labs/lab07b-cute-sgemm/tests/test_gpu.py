@@ -54,7 +54,7 @@ def test_tuning_configurations_of_c5_are_correct(params):
 
 @needs_gpu
 @pytest.mark.parametrize("shape,beta", [((4096, 2048, 200), 0.0), ((4097, 2050, 99), 0.5), ((2176, 2176, 512), 0.0),
-                                        ((3000, 3100, 333), -1.0)], ids=lambda x: "x".join(map(str, x)) if isinstance(x, tuple) else str(x))
+                                        ((3000, 3100, 333), -1.0), ((2560, 2560, 64), 0.5), ((4096, 4096, 256), 0.0)], ids=lambda x: "x".join(map(str, x)) if isinstance(x, tuple) else str(x))
 def test_c6_whole_tiles_and_a_shared_tail_on_large_shapes(shape, beta):
     """Shapes with more tiles than resident blocks: whole tiles, then the stream-K tail (the small
     shapes above run all of their tiles shared)."""
@@ -65,7 +65,26 @@ def test_c6_whole_tiles_and_a_shared_tail_on_large_shapes(shape, beta):
 
 
 @needs_gpu
-@pytest.mark.parametrize("shape", [(4096, 2048, 200), (257, 259, 515), (1000, 3, 520)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(2560, 2560, 64), (4096, 4096, 256)], ids=lambda s: "x".join(map(str, s)))
+def test_c6_runs_the_whole_tiles_of_an_even_shape_in_a_launch_of_their_own(shape):
+    """SPLIT_LAUNCH: where the shape divides the tile and some tiles run whole, the vec launch is two:
+    c6's tiles entry, then the workers (launch.py). Checked against float64 above; here, that it happened."""
+    import importlib
+    launch = importlib.import_module(f"{LAB.package}.launch")
+    launch.release()
+    verdict = LAB.check("c6", *shape, variant="vec", alpha=1.25, beta=0.5)
+    assert verdict.ok, str(verdict)
+    plans = [p for (_, *mnk), p in launch._plans.items() if tuple(mnk) == shape]
+    assert plans, "c6's launch made no plan for this shape"
+    p = plans[0]
+    assert launch.splits(LAB.kernel("c6"), *shape, p.dp_tiles) == (p.tiles is not None)
+    if p.dp_tiles > 0:                          # every GPU of the course has whole tiles at these shapes
+        assert p.tiles is not None and p.tail[2] == p.dp_tiles   # the workers' grid starts after them
+
+
+@needs_gpu
+@pytest.mark.parametrize("shape", [(4096, 2048, 200), (257, 259, 515), (1000, 3, 520), (2560, 2560, 64)],
+                         ids=lambda s: "x".join(map(str, s)))
 def test_c6_is_bitwise_repeatable(shape):
     """Each partial tile is added by its owner in worker order: the same bits on every run (the flags
     each launch leaves zero make the second run the same as the first)."""

@@ -89,3 +89,29 @@ def test_c6_keeps_c5s_main_loop_and_hands_partials_on_through_l2(sass, v):
     # the shares take one 32-bit division, inline: no CALL to the 64-bit division routine that the
     # first form (w * I / workers in 64 bits) called at every share_start, in the owner's wait loop too
     assert not any(op.startswith("CALL") for op in ops), ops
+
+
+@pytest.mark.parametrize("shape,dp,expected", [
+    ((4096, 4096, 4096), 792, True),        # 1024 tiles: three whole waves in the tiles launch, then the workers
+    ((4096, 4096, 4096), 0, False),         # nothing whole to run (a GPU whose workers take every tile)
+    ((4096, 4096, 4004), 792, False),       # K not a multiple of BK: the tiles entry has no k-edge path
+    ((4096, 4100, 4096), 792, False),       # N not a multiple of BN
+    ((4100, 4096, 4096), 792, False),       # M not a multiple of BM
+])
+def test_whole_tiles_get_a_launch_of_their_own_only_where_the_shape_divides_the_tile(shape, dp, expected):
+    k = LAB.kernel("c6")
+    assert k.tile == (128, 128) and k.tiling.value("BK") == 32
+    assert launch.splits(k, *shape, dp) is expected
+    assert launch.splits(k.with_params(SPLIT_LAUNCH=0), *shape, dp) is False
+
+
+def test_c6s_tiles_entry_is_c5s_loop_without_an_edge_path(sass):
+    t = sass["c6/tiles"]
+    ops = t["opcodes"]
+    assert t["FFMA"] >= 64 * 32 and t["LDL/STL"] == 0
+    assert "NANOSLEEP" not in ops and not any("STRONG.GPU" in op for op in ops)   # no hand-off: whole tiles only
+    # no edge path: one set of copies per tile (c6's vec entry has the unpredicated and the predicated set)
+    vec = sass["c6/vec"]["opcodes"]
+    copies = lambda o: sum(n for op, n in o.items() if op.startswith("LDGSTS"))   # noqa: E731
+    assert 0 < copies(ops) < copies(vec), (copies(ops), copies(vec))
+    assert ops.get("STG.E.128", 0) > 0, ops                                      # c5's wide epilogue
