@@ -72,12 +72,13 @@ def test_c6_runs_the_whole_tiles_of_an_even_shape_in_a_launch_of_their_own(shape
     import importlib
     launch = importlib.import_module(f"{LAB.package}.launch")
     launch.release()
-    verdict = LAB.check("c6", *shape, variant="vec", alpha=1.25, beta=0.5)
+    k = LAB.kernel("c6").with_params(SPLIT_LAUNCH=1)
+    verdict = LAB.check(k, *shape, variant="vec", alpha=1.25, beta=0.5)
     assert verdict.ok, str(verdict)
     plans = [p for (_, *mnk), p in launch._plans.items() if tuple(mnk) == shape]
     assert plans, "c6's launch made no plan for this shape"
     p = plans[0]
-    assert launch.splits(LAB.kernel("c6"), *shape, p.dp_tiles) == (p.tiles is not None)
+    assert launch.splits(k, *shape, p.dp_tiles) == (p.tiles is not None)
     if p.dp_tiles > 0:                          # every GPU of the course has whole tiles at these shapes
         assert p.tiles is not None and p.tail[2] == p.dp_tiles   # the workers' grid starts after them
 
