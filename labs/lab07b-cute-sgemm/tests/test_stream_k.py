@@ -102,7 +102,7 @@ def test_whole_tiles_get_a_launch_of_their_own_only_where_the_shape_divides_the_
     k = LAB.kernel("c6").with_params(SPLIT_LAUNCH=1)
     assert k.tile == (128, 128) and k.tiling.value("BK") == 32
     assert launch.splits(k, *shape, dp) is expected
-    assert launch.splits(LAB.kernel("c6"), *shape, dp) is False    # the default: one launch
+    assert launch.splits(k.with_params(SPLIT_LAUNCH=0), *shape, dp) is False       # one launch
 
 
 def test_c6s_tiles_entry_is_c5s_loop_without_an_edge_path(sass):
