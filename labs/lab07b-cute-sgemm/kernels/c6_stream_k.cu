@@ -49,7 +49,7 @@
 // hanging.
 //
 // Measured (README, "Past the worklog: c6"): 99.4-100.2 % of cuBLAS at 4096^3, 100.7-101.3 % at 8192^3
-// in one launch. Its whole tiles run 0.5-0.7 % slower than c5's own kernel: the one kernel's 128
+// in one launch; with SPLIT_LAUNCH 99.6-99.7 % and 101.8-102.2 %. Its whole tiles run 0.5-0.7 % slower than c5's own kernel: the one kernel's 128
 // registers serve both paths (a workers-only second kernel spilled in four builds; each path in a
 // __noinline__ function of its own compiled without spills but ran 7 % slower). Hence SPLIT_LAUNCH:
 // where the shape divides the tile, the whole tiles run in an entry point of their own with no edge
@@ -85,7 +85,7 @@
 #endif
 #ifndef SPLIT_LAUNCH
 #define SPLIT_LAUNCH 1 // read by the host (launch.py): 1 runs an even shape's whole tiles as a launch of their own
-#endif                 // (on the H200 +0.7 points of cuBLAS at 4096^3, +2 at 8192^3: results/lab07b-c6-compare_*_6fa8daa.json)
+#endif                 // (on the H200 +0.7 points of cuBLAS at 4096^3, +2 at 8192^3: results/lab07b-c6-compare_*_ccb3ec9.json)
 
 #define C5_BODY_ONLY   // c5's body and parameters, without its entry points
 #include "c5_wide_epilogue.cu"
