@@ -58,7 +58,7 @@ CUTE = [
 C6 = _row("c6", "c6_stream_k.cu", "c5 tuned + a stream-K tail: the last wave's tiles split evenly over the resident blocks",
           "no SM idles in the last wave: the 3 % that wave quantization costs c5 (and cuBLAS) at 4096^3",
           args=ALPHA_BETA + ("dp_tiles", "workers", "first_block", "workspace"), launch_hook=StreamK(),
-          helpers={"tiles": "cute_sgemm_c6_tiles"})
+          helpers={"tiles": "cute_sgemm_c6_tiles", "workers": "cute_sgemm_c6_workers"})
 
 # The FP32 rows of lab 7 in the same table: v7 (the chapter's warp tiling) and v8 (past the chapter).
 # The v8 row is v8's defaults; lab 7's own `make bench` adds the build its `make tune` recorded for this GPU

@@ -18,6 +18,8 @@ BK | K) and there are whole tiles, they run first as cute_sgemm_c6_tiles on a gr
 c5's loop with no edge path, in a kernel of its own. Then the workers run as c6's vec entry on a grid
 of `workers` blocks with first_block = dp_tiles. One stream: the second launch starts when the first
 has finished, and its blocks fill the GPU at once (there are as many as fit).
+SPLIT_LAUNCH = 2: the same, with the workers in an entry point of their own, cute_sgemm_c6_workers
+(no edge path either; c6_stream_k.cu says what else it changes).
 """
 import math
 from dataclasses import dataclass
@@ -79,16 +81,19 @@ class _Plan:
         k_tiles = math.ceil(K / k.tiling.value("BK"))
         resident = resident_blocks(func, k)
         self.dp_tiles, self.workers = schedule(tiles, k_tiles, resident)
+        self.vec = func                            # the entry point this plan was made for
         self.block, self.shared = (k.threads, 1, 1), k.shared_bytes
         w = max(self.workers, 1)                   # partials, then flags: zero at first, left zero by each launch
         self.ws = _workspaces.get((w, bm * bn), w * bm * bn + w, zeroed=True)
         self.head = (np.int32(M), np.int32(N), np.int32(K))
         # the tiles entry serves the vec entry's launches only: a scalar launch stays one kernel
-        self.tiles = None
+        self.tiles = self.workers_entry = None
         if "vec" in k.entries and splits(k, M, N, K, self.dp_tiles):
             vec = sibling(func, k.entries["vec"], k.shared_bytes, k.signature)
             if vec is func:
                 self.tiles = sibling(func, k.helpers["tiles"], k.shared_bytes, "iiifPPfP")
+                if k.tiling.value("SPLIT_LAUNCH") == 2 and self.workers > 0:
+                    self.workers_entry = sibling(func, k.helpers["workers"], k.shared_bytes, "iiifPPfPiiP")
         first = self.dp_tiles if self.tiles is not None else 0
         self.grid = (self.dp_tiles + self.workers - first, 1, 1)
         self.tail = (np.int32(self.dp_tiles), np.int32(self.workers), np.int32(first))
@@ -107,6 +112,10 @@ class StreamK:
             p.tiles.prepared_async_call((p.dp_tiles, 1, 1), p.block, stream, *p.head, np.float32(alpha), a, b,
                                         np.float32(beta), c, shared_size=p.shared)
             if p.workers == 0:
+                return
+            if p.workers_entry is not None:
+                p.workers_entry.prepared_async_call((p.workers, 1, 1), p.block, stream, *p.head, np.float32(alpha),
+                                                    a, b, np.float32(beta), c, *p.tail[:2], p.ws, shared_size=p.shared)
                 return
         func.prepared_async_call(p.grid, p.block, stream, *p.head, np.float32(alpha), a, b, np.float32(beta), c,
                                  *p.tail, p.ws, shared_size=p.shared)

@@ -84,8 +84,9 @@
 #define GROUP 8     // rasterization: 8 block rows walked together
 #endif
 #ifndef SPLIT_LAUNCH
-#define SPLIT_LAUNCH 1 // read by the host (launch.py): 1 runs an even shape's whole tiles as a launch of their own
-#endif                 // (on the H200 +0.7 points of cuBLAS at 4096^3, +2 at 8192^3: results/lab07b-c6-compare_*_ccb3ec9.json)
+#define SPLIT_LAUNCH 2 // read by the host (launch.py): 1 runs an even shape's whole tiles as a launch of their own
+#endif                 // (on the H200 +0.7 points of cuBLAS at 4096^3, +2 at 8192^3: results/lab07b-c6-compare_*_ccb3ec9.json);
+                       // 2: and its workers as cute_sgemm_c6_workers (below)
 
 #define C5_BODY_ONLY   // c5's body and parameters, without its entry points
 #include "c5_wide_epilogue.cu"
@@ -108,12 +109,20 @@ __device__ __forceinline__ int share_start(int w, int iters, int workers)
 }
 
 // The partial tile of worker w: the thread's accumulators, then (thread 0) the flag, released.
-template <class TR>
+// WIDE: a float4 store per group (STG.E.128), which asks ptxas for 4 accumulators in 4 consecutive,
+// aligned registers; else 4 scalar stores to the same addresses (the workers entry: see there).
+template <bool WIDE = true, class TR>
 __device__ __forceinline__ void publish(TR const& acc, float4* part, unsigned* flag)
 {
     CUTE_UNROLL
-    for (int i = 0; i < ACC4; ++i)
-        __stcg(part + i * THREADS + threadIdx.x, make_float4(acc(4 * i), acc(4 * i + 1), acc(4 * i + 2), acc(4 * i + 3)));
+    for (int i = 0; i < ACC4; ++i) {
+        if constexpr (WIDE) {
+            __stcg(part + i * THREADS + threadIdx.x, make_float4(acc(4 * i), acc(4 * i + 1), acc(4 * i + 2), acc(4 * i + 3)));
+        } else {
+            float* q = reinterpret_cast<float*>(part + i * THREADS + threadIdx.x);
+            __stcg(q, acc(4 * i)); __stcg(q + 1, acc(4 * i + 1)); __stcg(q + 2, acc(4 * i + 2)); __stcg(q + 3, acc(4 * i + 3));
+        }
+    }
     __threadfence();                          // this thread's partial is visible GPU-wide ...
     __syncthreads();                          // ... for every thread of the block, before the flag
     if (threadIdx.x == 0) {
@@ -232,4 +241,88 @@ cute_sgemm_c6_tiles(int M, int N, int K, float alpha, const float* A, const floa
         [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
             c5::store_tile<true>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
         });
+}
+
+// ---- SPLIT_LAUNCH = 2: the workers of a shape that divides the tile, in an entry point of their own ----
+namespace c6 {
+// Segment j of worker w's share, in body()'s order (the partial first, then the segments that end their
+// tiles): false when the share has fewer than j + 1 segments.
+__device__ __forceinline__ bool segment(int w, int j, int iters, int workers, int k_tiles, int& tile, int& kt0, int& kt1)
+{
+    const int s0 = share_start(w, iters, workers), s1 = share_start(w + 1, iters, workers);
+    const bool has_partial = s1 > s0 && s1 % k_tiles != 0;
+    const int owned_end = has_partial ? max(s0, (s1 - 1) / k_tiles * k_tiles) : s1;
+    if (has_partial) {
+        if (j == 0) {
+            tile = owned_end / k_tiles;
+            kt0 = owned_end % k_tiles;
+            kt1 = s1 - tile * k_tiles;
+            return true;
+        }
+        --j;
+    }
+    tile = s0 / k_tiles + j;
+    if (s0 >= owned_end || tile * k_tiles >= owned_end) return false;
+    kt0 = j == 0 ? s0 % k_tiles : 0;
+    kt1 = k_tiles;
+    return true;
+}
+
+// A value ptxas must read again where the source reads it (volatile), instead of keeping it in a register.
+__device__ __forceinline__ int reread(int const* p) { return *reinterpret_cast<volatile int const*>(p); }
+__device__ __forceinline__ int block_index() { int x; asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(x)); return x; }
+}  // namespace c6
+
+// Worker w = blockIdx.x of `workers`, after the whole tiles (dp_tiles of them) have run in
+// cute_sgemm_c6_tiles; BM | M, BN | N and BK | K. The same shares, segments and hand-over as body().
+// What differs is what ptxas sees around the product's loop. In body() the segment state (the share's
+// bounds, the step) stays in registers across the loop: at 128 registers ptxas then allocates the
+// loop differently from c5's (make sass: a third of its FFMA with register-bank conflicts against a
+// seventh). Here the only state carried over a segment is its index j, kept in shared memory (one int
+// per thread); after the product the segment is worked out again from j, the block index and the
+// arguments, with reads ptxas must redo (reread, block_index). The partial goes out as 4 scalar
+// stores per group: a float4 store pins the accumulators to aligned register quads.
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+cute_sgemm_c6_workers(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
+                      int dp_tiles, int workers, float* workspace)
+{
+    using namespace c6;
+    __shared__ int segment_of[THREADS];        // j, per thread: no thread writes another's
+    const int gx = N / BN, gy = M / BM, k_tiles = K / BK;
+    const int iters = (gx * gy - dp_tiles) * k_tiles;
+    segment_of[threadIdx.x] = 0;
+    for (;;) {
+        const int j = reread(segment_of + threadIdx.x);
+        int tile, kt0, kt1;
+        if (!segment(block_index(), j, iters, workers, k_tiles, tile, kt0, kt1)) break;
+        int bm, bn;
+        cute_sgemm::raster_of(dp_tiles + tile, gx, gy, GROUP, bm, bn);
+        if (j > 0) __syncthreads();            // the previous segment's reads of shared memory are done
+        c5::tile_range<true, true>(M, N, K, A, B, C, bm, bn, kt0, kt1,
+            [&](auto& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
+                const int w = block_index();
+                const int shared_iters = (N / BN) * (M / BM) * (K / BK) - dp_tiles * (K / BK);
+                int t, k0, k1;
+                segment(w, reread(segment_of + threadIdx.x), shared_iters, workers, K / BK, t, k0, k1);
+                float4* const parts = reinterpret_cast<float4*>(workspace);
+                unsigned* const flags = reinterpret_cast<unsigned*>(workspace + static_cast<size_t>(workers) * BM * BN);
+                if (k1 < K / BK) {             // the tile goes on in the next worker: a partial
+                    publish<false>(acc, parts + static_cast<size_t>(w) * ACC4 * THREADS, flags + w);
+                    return;
+                }
+                const int tile_begin = t * (K / BK);
+                for (int v = w - 1; v >= 0 && share_start(v + 1, shared_iters, workers) > tile_begin; --v) {
+                    if (share_start(v, shared_iters, workers) == share_start(v + 1, shared_iters, workers)) continue;
+                    wait_for(flags + v);
+                    const float4* p = parts + static_cast<size_t>(v) * ACC4 * THREADS + threadIdx.x;
+                    CUTE_UNROLL
+                    for (int i = 0; i < ACC4; ++i) {
+                        const float4 q = __ldcg(p + i * THREADS);
+                        acc(4 * i) += q.x; acc(4 * i + 1) += q.y; acc(4 * i + 2) += q.z; acc(4 * i + 3) += q.w;
+                    }
+                }
+                c5::store_tile<true>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
+            });
+        segment_of[threadIdx.x] = j + 1;
+    }
 }

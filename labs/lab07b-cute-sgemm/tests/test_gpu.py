@@ -65,14 +65,16 @@ def test_c6_whole_tiles_and_a_shared_tail_on_large_shapes(shape, beta):
 
 
 @needs_gpu
+@pytest.mark.parametrize("split", [1, 2])
 @pytest.mark.parametrize("shape", [(2560, 2560, 64), (4096, 4096, 256)], ids=lambda s: "x".join(map(str, s)))
-def test_c6_runs_the_whole_tiles_of_an_even_shape_in_a_launch_of_their_own(shape):
+def test_c6_runs_the_whole_tiles_of_an_even_shape_in_a_launch_of_their_own(shape, split):
     """SPLIT_LAUNCH: where the shape divides the tile and some tiles run whole, the vec launch is two:
-    c6's tiles entry, then the workers (launch.py). Checked against float64 above; here, that it happened."""
+    c6's tiles entry, then the workers (launch.py): c6's vec entry (1) or its workers entry (2).
+    Checked against float64 above; here, that it happened."""
     import importlib
     launch = importlib.import_module(f"{LAB.package}.launch")
     launch.release()
-    k = LAB.kernel("c6").with_params(SPLIT_LAUNCH=1)
+    k = LAB.kernel("c6").with_params(SPLIT_LAUNCH=split)
     verdict = LAB.check(k, *shape, variant="vec", alpha=1.25, beta=0.5)
     assert verdict.ok, str(verdict)
     plans = [p for (_, *mnk), p in launch._plans.items() if tuple(mnk) == shape]
@@ -81,6 +83,19 @@ def test_c6_runs_the_whole_tiles_of_an_even_shape_in_a_launch_of_their_own(shape
     assert launch.splits(k, *shape, p.dp_tiles) == (p.tiles is not None)
     if p.dp_tiles > 0:                          # every GPU of the course has whole tiles at these shapes
         assert p.tiles is not None and p.tail[2] == p.dp_tiles   # the workers' grid starts after them
+        assert (p.workers_entry is not None) == (split == 2 and p.workers > 0)
+
+
+@needs_gpu
+@pytest.mark.parametrize("split", [0, 1, 2])
+def test_c6_is_bitwise_repeatable_in_each_launch_form(split):
+    """Each form runs the same shares and adds the partials in the same order: the same bits on every run."""
+    import numpy as np
+    k = LAB.kernel("c6").with_params(SPLIT_LAUNCH=split)
+    A, B = LAB.random_inputs(k, 2560, 2560, 64, np.random.default_rng(11))
+    first = LAB.matmul(k, A, B)
+    for _ in range(3):
+        assert np.array_equal(first, LAB.matmul(k, A, B))
 
 
 @needs_gpu

@@ -115,3 +115,48 @@ def test_c6s_tiles_entry_is_c5s_loop_without_an_edge_path(sass):
     copies = lambda o: sum(n for op, n in o.items() if op.startswith("LDGSTS"))   # noqa: E731
     assert 0 < copies(ops) < copies(vec), (copies(ops), copies(vec))
     assert ops.get("STG.E.128", 0) > 0, ops                                      # c5's wide epilogue
+
+
+def _segment(w, j, iters, workers, k_tiles):
+    """c6_stream_k.cu's segment(): segment j of worker w's share as (tile, kt0, kt1), None past the last."""
+    q, r = divmod(iters, workers)
+    s0, s1 = w * q + min(w, r), (w + 1) * q + min(w + 1, r)
+    has_partial = s1 > s0 and s1 % k_tiles != 0
+    owned_end = max(s0, (s1 - 1) // k_tiles * k_tiles) if has_partial else s1
+    if has_partial:
+        if j == 0:
+            tile = owned_end // k_tiles
+            return tile, owned_end % k_tiles, s1 - tile * k_tiles
+        j -= 1
+    tile = s0 // k_tiles + j
+    if s0 >= owned_end or tile * k_tiles >= owned_end:
+        return None
+    return tile, (s0 % k_tiles if j == 0 else 0), k_tiles
+
+
+@pytest.mark.parametrize("resident", [264, 132, 114, 84, 1])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_the_workers_entry_enumerates_the_segments_body_runs(shape, resident):
+    """SPLIT_LAUNCH = 2: cute_sgemm_c6_workers numbers a worker's segments (segment(w, j)) instead of
+    walking them as body() does; both must give every worker the same segments in the same order."""
+    M, N, K = shape
+    tiles, k_tiles = math.ceil(M / 128) * math.ceil(N / 128), math.ceil(K / 32)
+    dp, workers = launch.schedule(tiles, k_tiles, resident)
+    blocks = _segments(tiles, k_tiles, dp, workers)
+    iters = (tiles - dp) * k_tiles
+    for w in range(workers):
+        segs, j = [], 0
+        while (seg := _segment(w, j, iters, workers, k_tiles)) is not None:
+            segs.append((dp + seg[0], seg[1], seg[2]))
+            j += 1
+        assert segs == blocks[dp + w], (w, segs, blocks[dp + w])
+
+
+def test_c6s_workers_entry_hands_partials_on_without_an_edge_path(sass):
+    t = sass["c6/workers"]
+    ops = t["opcodes"]
+    assert t["FFMA"] >= 64 * 32 and t["LDL/STL"] == 0
+    assert ops.get("NANOSLEEP", 0) > 0 and any("STRONG.GPU" in op for op in ops)   # the hand-off of body()
+    assert not any(op.startswith(("ATOM", "RED", "CALL")) for op in ops), ops
+    copies = lambda o: sum(n for op, n in o.items() if op.startswith("LDGSTS"))   # noqa: E731
+    assert copies(ops) == copies(sass["c6/tiles"]["opcodes"]), ops               # the tiles entry's copies
