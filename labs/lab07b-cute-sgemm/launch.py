@@ -20,11 +20,9 @@ of `workers` blocks with first_block = dp_tiles. One stream: the second launch s
 has finished, and its blocks fill the GPU at once (there are as many as fit).
 SPLIT_LAUNCH = 2: the same, with the workers in an entry point of their own, cute_sgemm_c6_workers
 (no edge path either; c6_stream_k.cu says what else it changes).
-SPLIT_LAUNCH = 3: the two launches of 2 in the other order and side by side: the workers first, on a
-stream of their own, and the whole tiles on another, so that the tiles' blocks take each SM the
-moment a worker leaves it, and the GPU drains once, at the end of the whole tiles, instead of once
-after each launch. The caller's stream waits for both (with stream None, the legacy default stream
-does that by itself: work on it waits for the course's blocking streams and they for it).
+(Tried and left out, results/lab07b-c6-compare_*_8ded15d.json: the workers first and the whole tiles
+beside them on a second stream, so that the tiles' blocks would fill each SM as a worker left it:
+96.6-96.8 % of cuBLAS at 4096^3 against 100.2-100.3 % for SPLIT_LAUNCH = 2 in the same run.)
 """
 import math
 from dataclasses import dataclass
@@ -35,7 +33,6 @@ from common.workspaces import Workspaces
 
 _workspaces = Workspaces()   # (workers, tile floats) -> partials, then the flags (common/workspaces.py)
 _plans = {}        # (entry function, M, N, K) -> _Plan
-_side = {}         # SPLIT_LAUNCH = 3: "streams" -> (workers' stream, tiles' stream), "events" -> 3 events
 
 
 def schedule(tiles, k_tiles, workers):
@@ -53,17 +50,6 @@ def schedule(tiles, k_tiles, workers):
 def release():
     _workspaces.release()
     _plans.clear()
-    _side.clear()
-
-
-def _side_by_side():
-    """Two blocking streams (they order themselves after the legacy default stream's earlier work, and
-    its later work after theirs) and three events for a caller's own stream, made once."""
-    if not _side:
-        import pycuda.driver as cuda
-        _side["streams"] = (cuda.Stream(), cuda.Stream())
-        _side["events"] = tuple(cuda.Event(cuda.event_flags.DISABLE_TIMING) for _ in range(3))
-    return _side["streams"], _side["events"]
 
 
 def resident_blocks(func, k):
@@ -105,13 +91,11 @@ class _Plan:
         self.head = (np.int32(M), np.int32(N), np.int32(K))
         # the tiles entry serves the vec entry's launches only: a scalar launch stays one kernel
         self.tiles = self.workers_entry = None
-        self.side_by_side = False
         if "vec" in k.entries and splits(k, M, N, K, self.dp_tiles):
             vec = sibling(func, k.entries["vec"], k.shared_bytes, k.signature)
             if vec is func:
                 self.tiles = sibling(func, k.helpers["tiles"], k.shared_bytes, "iiifPPfP")
-                self.side_by_side = k.tiling.value("SPLIT_LAUNCH") == 3
-                if k.tiling.value("SPLIT_LAUNCH") >= 2 and self.workers > 0:
+                if k.tiling.value("SPLIT_LAUNCH") == 2 and self.workers > 0:
                     self.workers_entry = sibling(func, k.helpers["workers"], k.shared_bytes, "iiifPPfPiiP")
         first = self.dp_tiles if self.tiles is not None else 0
         self.grid = (self.dp_tiles + self.workers - first, 1, 1)
@@ -127,22 +111,6 @@ class StreamK:
         p = _plans.get(key)
         if p is None:
             p = _plans[key] = _Plan(k, func, M, N, K)
-        if p.side_by_side and p.workers_entry is not None:
-            (for_workers, for_tiles), (start, workers_done, tiles_done) = _side_by_side()
-            if stream is not None:
-                start.record(stream)
-                for_workers.wait_for_event(start)
-                for_tiles.wait_for_event(start)
-            p.workers_entry.prepared_async_call((p.workers, 1, 1), p.block, for_workers, *p.head, np.float32(alpha),
-                                                a, b, np.float32(beta), c, *p.tail[:2], p.ws, shared_size=p.shared)
-            p.tiles.prepared_async_call((p.dp_tiles, 1, 1), p.block, for_tiles, *p.head, np.float32(alpha), a, b,
-                                        np.float32(beta), c, shared_size=p.shared)
-            if stream is not None:
-                workers_done.record(for_workers)
-                tiles_done.record(for_tiles)
-                stream.wait_for_event(workers_done)
-                stream.wait_for_event(tiles_done)
-            return
         if p.tiles is not None:
             p.tiles.prepared_async_call((p.dp_tiles, 1, 1), p.block, stream, *p.head, np.float32(alpha), a, b,
                                         np.float32(beta), c, shared_size=p.shared)

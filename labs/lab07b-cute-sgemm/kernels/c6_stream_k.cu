@@ -12,9 +12,13 @@
 // Launch: 1-D grid of dp_tiles + workers blocks of THREADS, SMEM_BYTES of dynamic shared memory (c5's),
 //   first_block = 0. workspace: workers x BM x BN floats (one partial tile per worker), then `workers`
 //   flags, zero before the first launch; every launch leaves them zero.
-//   SPLIT_LAUNCH = 1 (the default) and a shape that divides the tile: two launches on one stream, cute_sgemm_c6_tiles
+//               cute_sgemm_c6_workers the workers alone, BM | M, BN | N and BK | K (SPLIT_LAUNCH = 2)
+//   (int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
+//    int dp_tiles, int workers, float* workspace)
+//   SPLIT_LAUNCH = 1 and a shape that divides the tile: two launches on one stream, cute_sgemm_c6_tiles
 //   on a grid of dp_tiles blocks (tile b of the raster order each), then cute_sgemm_c6_vec on a grid of
 //   `workers` blocks with first_block = dp_tiles (block b of the grid is block first_block + b above).
+//   SPLIT_LAUNCH = 2 (the default): the same, with cute_sgemm_c6_workers on the grid of `workers` blocks.
 //
 // Why. c5 runs one 128 x 128 tile per block, two blocks per SM: 264 tiles at a time on the H200's 132
 // SMs. At 4096^3 there are 1024 tiles: three full waves (792) and a fourth of 232, in which 32 SMs run
@@ -48,14 +52,17 @@
 // block-number order, and no worker waits before its partial is out. A wait of 10 s traps instead of
 // hanging.
 //
-// Measured (README, "Past the worklog: c6"): 99.4-100.2 % of cuBLAS at 4096^3, 100.7-101.3 % at 8192^3
-// in one launch; with SPLIT_LAUNCH 99.6-99.7 % and 101.8-102.2 %. Its whole tiles run 0.5-0.7 % slower than c5's own kernel: the one kernel's 128
-// registers serve both paths (a workers-only second kernel spilled in four builds; each path in a
-// __noinline__ function of its own compiled without spills but ran 7 % slower). Hence SPLIT_LAUNCH:
-// where the shape divides the tile, the whole tiles run in an entry point of their own with no edge
-// path at all (c5's tile_range<VEC, EVEN = true>), which ptxas allocates as c5 alone; c5 built that
-// way measured 1.1 points of cuBLAS faster than tuned c5 at 4096^3 and 8192^3
-// (results/lab07b-c5-compare_*_d2cd4ff.json, EVEN_ONLY). The workers keep this kernel, launched after.
+// Measured (README, "Past the worklog: c6"): in one launch 99.4-100.2 % of cuBLAS at 4096^3, 100.7-101.3 %
+// at 8192^3. Its whole tiles run 0.5-0.7 % slower than c5's own kernel: the one kernel's 128 registers
+// serve both paths. Hence SPLIT_LAUNCH: where the shape divides the tile, the whole tiles run in an
+// entry point of their own with no edge path at all (c5's tile_range<VEC, EVEN = true>), which ptxas
+// allocates as c5 alone (c5 built that way measured 1.1 points of cuBLAS faster than tuned c5:
+// results/lab07b-c5-compare_*_d2cd4ff.json, EVEN_ONLY); 99.6-99.7 % and 101.8-102.2 % with the workers
+// in this kernel (1). With the workers in an entry point of their own too (2, the default; below),
+// on the H200 in two sessions: 99.7-99.8 % and 100.2-100.3 % at 4096^3 (cuBLAS 2.683 and 2.694 ms,
+// c6 2.687-2.690 ms in both), 101.9 % and 102.5-102.8 % at 8192^3 (results/lab07b-c6-compare_*_4ef5180.json,
+// _8ded15d.json). Where the time goes (tools/stream_k_phases.py): at 4096^3 the whole tiles take 2.06 ms,
+// the workers 0.631 ms, 4.5 % over what the tiles' pace would give their share (0.604 ms).
 //
 // Defaults: the tuned c5 of the H200 (A_MMAJOR = 1, MIN_BLOCKS = 2, GROUP = 8; results/lab07b-tuned_*.json),
 // MIN_BLOCKS = 1 where two blocks do not fit an SM (below).
@@ -86,7 +93,7 @@
 #ifndef SPLIT_LAUNCH
 #define SPLIT_LAUNCH 2 // read by the host (launch.py): 1 runs an even shape's whole tiles as a launch of their own
 #endif                 // (on the H200 +0.7 points of cuBLAS at 4096^3, +2 at 8192^3: results/lab07b-c6-compare_*_ccb3ec9.json);
-                       // 2: and its workers as cute_sgemm_c6_workers (below)
+                       // 2 also its workers, as cute_sgemm_c6_workers (+0.2-0.3 points at 4096^3); 0: one launch
 
 #define C5_BODY_ONLY   // c5's body and parameters, without its entry points
 #include "c5_wide_epilogue.cu"
@@ -274,14 +281,18 @@ __device__ __forceinline__ int block_index() { int x; asm volatile("mov.u32 %0, 
 }  // namespace c6
 
 // Worker w = blockIdx.x of `workers`, after the whole tiles (dp_tiles of them) have run in
-// cute_sgemm_c6_tiles; BM | M, BN | N and BK | K. The same shares, segments and hand-over as body().
-// What differs is what ptxas sees around the product's loop. In body() the segment state (the share's
-// bounds, the step) stays in registers across the loop: at 128 registers ptxas then allocates the
-// loop differently from c5's (make sass: a third of its FFMA with register-bank conflicts against a
-// seventh). Here the only state carried over a segment is its index j, kept in shared memory (one int
-// per thread); after the product the segment is worked out again from j, the block index and the
-// arguments, with reads ptxas must redo (reread, block_index). The partial goes out as 4 scalar
-// stores per group: a float4 store pins the accumulators to aligned register quads.
+// cute_sgemm_c6_tiles; BM | M, BN | N and BK | K. The same shares, segments and hand-over as body(),
+// with c5's loop without an edge path (make sass: 2317 instructions a tile against the vec entry's
+// 2444, 20 copies against 40). Two things keep it at 128 registers without a spill; both forms
+// without them spilled 8-32 bytes:
+// - the only state carried across a segment's product is its index j, in shared memory (one int per
+//   thread, no thread writes another's); after the product the segment is worked out again from j,
+//   the block index and the arguments, by reads ptxas must redo (reread, block_index) instead of
+//   keeping the share's bounds in registers through the loop;
+// - the partial goes out as 4 scalar stores per group (publish<false>): a float4 store asks for the
+//   accumulators in aligned register quads.
+// What it bought on the H200 (tools/stream_k_phases.py): the workers' launch at 4096^3 in 0.631 ms
+// against 0.636 with c6's vec entry (1.045 and 1.054 of the whole tiles' pace).
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_workers(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
                       int dp_tiles, int workers, float* workspace)

@@ -65,12 +65,11 @@ def test_c6_whole_tiles_and_a_shared_tail_on_large_shapes(shape, beta):
 
 
 @needs_gpu
-@pytest.mark.parametrize("split", [1, 2, 3])
+@pytest.mark.parametrize("split", [1, 2])
 @pytest.mark.parametrize("shape", [(2560, 2560, 64), (4096, 4096, 256)], ids=lambda s: "x".join(map(str, s)))
 def test_c6_runs_the_whole_tiles_of_an_even_shape_in_a_launch_of_their_own(shape, split):
     """SPLIT_LAUNCH: where the shape divides the tile and some tiles run whole, the vec launch is two:
-    c6's tiles entry, then the workers (launch.py): c6's vec entry (1) or its workers entry (2), or
-    the workers entry and the tiles entry side by side on two streams (3).
+    c6's tiles entry, then the workers (launch.py): c6's vec entry (1) or its workers entry (2).
     Checked against float64 above; here, that it happened."""
     import importlib
     launch = importlib.import_module(f"{LAB.package}.launch")
@@ -84,12 +83,11 @@ def test_c6_runs_the_whole_tiles_of_an_even_shape_in_a_launch_of_their_own(shape
     assert launch.splits(k, *shape, p.dp_tiles) == (p.tiles is not None)
     if p.dp_tiles > 0:                          # every GPU of the course has whole tiles at these shapes
         assert p.tiles is not None and p.tail[2] == p.dp_tiles   # the workers' grid starts after them
-        assert (p.workers_entry is not None) == (split >= 2 and p.workers > 0)
-        assert p.side_by_side == (split == 3)
+        assert (p.workers_entry is not None) == (split == 2 and p.workers > 0)
 
 
 @needs_gpu
-@pytest.mark.parametrize("split", [0, 1, 2, 3])
+@pytest.mark.parametrize("split", [0, 1, 2])
 def test_c6_is_bitwise_repeatable_in_each_launch_form(split):
     """Each form runs the same shares and adds the partials in the same order: the same bits on every run."""
     import numpy as np
@@ -113,29 +111,3 @@ def test_c6_is_bitwise_repeatable(shape):
     for _ in range(3):
         assert np.array_equal(first, LAB.matmul("c6", A, B))
 
-
-@needs_gpu
-def test_c6_side_by_side_on_a_stream_of_the_callers():
-    """SPLIT_LAUNCH = 3 on a caller's stream: both launches wait for the stream's earlier work and the
-    stream's later work waits for both (events); the result is the bits of the default stream's run."""
-    import numpy as np
-    import pycuda.driver as cuda
-    from common.kernels import load_function
-    k = LAB.kernel("c6").with_params(SPLIT_LAUNCH=3)
-    M = N = 2560
-    K = 64
-    A, B = LAB.random_inputs(k, M, N, K, np.random.default_rng(3))
-    expected = LAB.matmul(k, A, B)
-    arch = LAB.build_arch(k, LAB.gpu_arch())
-    func = load_function(str(k.cubin(LAB.build_dir_of(k), arch)), k.entries["vec"], k.shared_bytes, k.signature)
-    stream = cuda.Stream()
-    a, b, c = cuda.to_device(A), cuda.to_device(B), cuda.mem_alloc(M * N * 4)
-    try:
-        cuda.memset_d32_async(c, 0x7FC00000, M * N, stream)           # NaN: what the launches must overwrite
-        k.bound_launch(func, M, N, K, stream=stream)(a, b, c)
-        out = cuda.pagelocked_empty((M, N), np.float32)
-        cuda.memcpy_dtoh_async(out, c, stream)
-        stream.synchronize()
-    finally:
-        a.free(); b.free(); c.free()
-    assert np.array_equal(out, expected)

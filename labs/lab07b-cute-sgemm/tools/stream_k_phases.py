@@ -4,11 +4,11 @@
 
 c6 with SPLIT_LAUNCH runs a shape that divides its tile as two launches (launch.py): the whole tiles
 (cute_sgemm_c6_tiles, dp_tiles blocks), then the workers, who share the last wave's tiles (c6's vec entry
-with SPLIT_LAUNCH = 1, cute_sgemm_c6_workers with 2 and 3). This times, interleaved and with L2 flushed
+with SPLIT_LAUNCH = 1, cute_sgemm_c6_workers with 2). This times, interleaved and with L2 flushed
 (common/timing.py):
 
     cuBLAS                 cuBLAS SGEMM of the same shape
-    c6 [split 1], [2], [3] both launches, as `make bench` runs them (3: side by side, workers first)
+    c6 [split 1], [2]      both launches, as `make bench` runs them
     tiles                  the first launch alone
     workers [1], [2]       the second launch alone, each form (its output is not a GEMM's: the whole
                            tiles are not computed; the hand-over between workers runs as always)
@@ -42,7 +42,7 @@ def phases(lab, n):
     import importlib
     launch = importlib.import_module(f"{lab.package}.launch")
     facts = gpu_facts()
-    builds = {s: lab.kernel("c6").with_params(SPLIT_LAUNCH=s) for s in (1, 2, 3)}
+    builds = {s: lab.kernel("c6").with_params(SPLIT_LAUNCH=s) for s in (1, 2)}
     lab.build(list(builds.values()), [facts["arch"]])
     rng = np.random.default_rng(5)
     A, B = lab.random_inputs(builds[1], n, n, n, rng)
