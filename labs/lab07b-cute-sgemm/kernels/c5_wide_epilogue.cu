@@ -176,10 +176,7 @@ using TiledMma = decltype(make_tiled_mma(UniversalFMA<float, float, float>{},
 // and unpredicated: no edge test at any tile, and ptxas allocates a main loop with no edge path in it.
 // (`inside` is then true at run time; finish still gets it as a value: with the constant, ptxas
 // allocated the same loop differently, 26 % of its FFMA with register-bank conflicts against 14 %.)
-// CLAMPED (with EVEN; c6's tiles entry, C6_CLAMP): the last STAGES-1 tiles copy the last tile again, into
-// the buffer no later tile reads, instead of skipping their copy: the copies need no branch, and ptxas
-// may place them among the FFMA.
-template <bool VEC, bool EVEN = false, bool CLAMPED = false, class Finish>
+template <bool VEC, bool EVEN = false, class Finish>
 __device__ __forceinline__ void tile_range(int M, int N, int K, const float* A, const float* B, float* C,
                                            int bm, int bn, int kt0, int kt1, Finish&& finish)
 {
@@ -258,8 +255,7 @@ __device__ __forceinline__ void tile_range(int M, int N, int K, const float* A, 
     // next k-block into the other register set, and multiply this one (gemm: the outer product of
     // the thread's 8 A and 8 B values, 64 FFMA). One barrier per tile.
     for (int t = kt0; t < kt1; ++t) {
-        if constexpr (EVEN && CLAMPED) load_tile(min(t + STAGES - 1, kt1 - 1), write);
-        else if (t + STAGES - 1 < kt1) load_tile(t + STAGES - 1, write);
+        if (t + STAGES - 1 < kt1) load_tile(t + STAGES - 1, write);
         cp_async_fence();
         CUTE_UNROLL
         for (int k = 0; k < BK; ++k) {

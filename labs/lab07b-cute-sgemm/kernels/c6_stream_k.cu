@@ -95,10 +95,6 @@
 #endif                 // (on the H200 +0.7 points of cuBLAS at 4096^3, +2 at 8192^3: results/lab07b-c6-compare_*_ccb3ec9.json);
                        // 2 also its workers, as cute_sgemm_c6_workers (+0.2-0.3 points at 4096^3); 0: one launch
 
-#ifndef C6_CLAMP
-#define C6_CLAMP 0     // 1: the tiles entry copies without a branch (c5's tile_range, CLAMPED); an experiment
-#endif
-
 #define C5_BODY_ONLY   // c5's body and parameters, without its entry points
 #include "c5_wide_epilogue.cu"
 
@@ -248,7 +244,7 @@ cute_sgemm_c6_tiles(int M, int N, int K, float alpha, const float* A, const floa
 {
     int bm, bn;
     cute_sgemm::raster_of(blockIdx.x, N / BN, M / BM, GROUP, bm, bn);
-    c5::tile_range<true, true, C6_CLAMP == 1>(M, N, K, A, B, C, bm, bn, 0, K / BK,
+    c5::tile_range<true, true>(M, N, K, A, B, C, bm, bn, 0, K / BK,
         [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
             c5::store_tile<true>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
         });
