@@ -1,6 +1,8 @@
 """Where c6's time goes: its two launches timed apart, beside cuBLAS and the whole c6, on a GPU.
 
-    python labs/lab07b-cute-sgemm/tools/stream_k_phases.py [SIZE ...]      (default 4096)
+    .venv/bin/python labs/lab07b-cute-sgemm/tools/stream_k_phases.py [SIZE ...]      (default 4096)
+
+(from the project's root, with the course's .venv: its .pth makes `common` importable)
 
 c6 with SPLIT_LAUNCH runs a shape that divides its tile as two launches (launch.py): the whole tiles
 (cute_sgemm_c6_tiles, dp_tiles blocks), then the workers, who share the last wave's tiles (c6's vec entry
@@ -21,16 +23,12 @@ segments, the hand-over, its own loop, the launch). Writes results/lab07b-c6-pha
 import datetime
 import math
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from common import report  # noqa: E402
-from common.errors import CourseError, user_errors  # noqa: E402
-from common.lab import load  # noqa: E402
+from common import report
+from common.errors import CourseError, user_errors
+from common.lab import load
 
 
 def phases(lab, n):
