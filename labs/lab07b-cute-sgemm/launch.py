@@ -84,7 +84,7 @@ class _Plan:
         k_tiles = math.ceil(K / k.tiling.value("BK"))
         resident = resident_blocks(func, k)
         self.dp_tiles, self.workers = schedule(tiles, k_tiles, resident)
-        self.vec = func                            # the entry point this plan was made for
+        self.func = func                           # the entry point this plan was made for
         self.block, self.shared = (k.threads, 1, 1), k.shared_bytes
         w = max(self.workers, 1)                   # partials, then flags: zero at first, left zero by each launch
         self.ws = _workspaces.get((w, bm * bn), w * bm * bn + w, zeroed=True)
@@ -101,6 +101,22 @@ class _Plan:
         self.grid = (self.dp_tiles + self.workers - first, 1, 1)
         self.tail = (np.int32(self.dp_tiles), np.int32(self.workers), np.int32(first))
 
+    def run_tiles(self, a, b, c, alpha, beta, stream):
+        """The split launch's first kernel: the whole tiles (self.tiles is not None)."""
+        self.tiles.prepared_async_call((self.dp_tiles, 1, 1), self.block, stream, *self.head, np.float32(alpha), a, b,
+                                       np.float32(beta), c, shared_size=self.shared)
+
+    def run_rest(self, a, b, c, alpha, beta, stream):
+        """The rest: the workers after run_tiles (the workers entry, or func from first_block on), or with no
+        split the one launch of func over every block."""
+        if self.workers_entry is not None:
+            self.workers_entry.prepared_async_call((self.workers, 1, 1), self.block, stream, *self.head,
+                                                   np.float32(alpha), a, b, np.float32(beta), c, *self.tail[:2],
+                                                   self.ws, shared_size=self.shared)
+        else:
+            self.func.prepared_async_call(self.grid, self.block, stream, *self.head, np.float32(alpha), a, b,
+                                          np.float32(beta), c, *self.tail, self.ws, shared_size=self.shared)
+
 
 @dataclass(frozen=True)
 class StreamK:
@@ -112,13 +128,7 @@ class StreamK:
         if p is None:
             p = _plans[key] = _Plan(k, func, M, N, K)
         if p.tiles is not None:
-            p.tiles.prepared_async_call((p.dp_tiles, 1, 1), p.block, stream, *p.head, np.float32(alpha), a, b,
-                                        np.float32(beta), c, shared_size=p.shared)
+            p.run_tiles(a, b, c, alpha, beta, stream)
             if p.workers == 0:
                 return
-            if p.workers_entry is not None:
-                p.workers_entry.prepared_async_call((p.workers, 1, 1), p.block, stream, *p.head, np.float32(alpha),
-                                                    a, b, np.float32(beta), c, *p.tail[:2], p.ws, shared_size=p.shared)
-                return
-        func.prepared_async_call(p.grid, p.block, stream, *p.head, np.float32(alpha), a, b, np.float32(beta), c,
-                                 *p.tail, p.ws, shared_size=p.shared)
+        p.run_rest(a, b, c, alpha, beta, stream)

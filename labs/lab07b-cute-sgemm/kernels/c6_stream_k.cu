@@ -154,6 +154,24 @@ __device__ __forceinline__ void wait_for(unsigned* flag)
     __syncthreads();
 }
 
+// The owner of a tile: wait for each worker before w whose share reaches into the tile (it starts at
+// shared k-tile tile_begin), nearest first, and add its partial to the accumulators, in that order.
+template <class TR>
+__device__ __forceinline__ void add_earlier_partials(TR& acc, float4 const* parts, unsigned* flags, int w,
+                                                     int tile_begin, int iters, int workers)
+{
+    for (int v = w - 1; v >= 0 && share_start(v + 1, iters, workers) > tile_begin; --v) {
+        if (share_start(v, iters, workers) == share_start(v + 1, iters, workers)) continue;   // empty share
+        wait_for(flags + v);
+        const float4* p = parts + static_cast<size_t>(v) * ACC4 * THREADS + threadIdx.x;
+        CUTE_UNROLL
+        for (int i = 0; i < ACC4; ++i) {
+            const float4 q = __ldcg(p + i * THREADS);
+            acc(4 * i) += q.x; acc(4 * i + 1) += q.y; acc(4 * i + 2) += q.z; acc(4 * i + 3) += q.w;
+        }
+    }
+}
+
 template <bool VEC>
 __device__ __forceinline__ void body(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
                                      float* C, int dp_tiles, int workers, int first_block, float* workspace)
@@ -205,17 +223,8 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
                     publish(acc, parts + static_cast<size_t>(w) * ACC4 * THREADS, flags + w);
                     return;
                 }
-                // The owner: the workers before this one whose shares reach into this tile, nearest first
-                for (int v = whole ? -1 : w - 1; v >= 0 && share_start(v + 1, iters, workers) > tile_begin; --v) {
-                    if (share_start(v, iters, workers) == share_start(v + 1, iters, workers)) continue;   // empty share
-                    wait_for(flags + v);
-                    const float4* p = parts + static_cast<size_t>(v) * ACC4 * THREADS + threadIdx.x;
-                    CUTE_UNROLL
-                    for (int i = 0; i < ACC4; ++i) {
-                        const float4 q = __ldcg(p + i * THREADS);
-                        acc(4 * i) += q.x; acc(4 * i + 1) += q.y; acc(4 * i + 2) += q.z; acc(4 * i + 3) += q.w;
-                    }
-                }
+                // The owner (a whole tile's block has no one before it)
+                add_earlier_partials(acc, parts, flags, whole ? 0 : w, tile_begin, iters, workers);
                 store(acc, gC, thr, m_left, n_left, inside);
             });
     }
@@ -321,17 +330,7 @@ cute_sgemm_c6_workers(int M, int N, int K, float alpha, const float* A, const fl
                     publish<false>(acc, parts + static_cast<size_t>(w) * ACC4 * THREADS, flags + w);
                     return;
                 }
-                const int tile_begin = t * (K / BK);
-                for (int v = w - 1; v >= 0 && share_start(v + 1, shared_iters, workers) > tile_begin; --v) {
-                    if (share_start(v, shared_iters, workers) == share_start(v + 1, shared_iters, workers)) continue;
-                    wait_for(flags + v);
-                    const float4* p = parts + static_cast<size_t>(v) * ACC4 * THREADS + threadIdx.x;
-                    CUTE_UNROLL
-                    for (int i = 0; i < ACC4; ++i) {
-                        const float4 q = __ldcg(p + i * THREADS);
-                        acc(4 * i) += q.x; acc(4 * i + 1) += q.y; acc(4 * i + 2) += q.z; acc(4 * i + 3) += q.w;
-                    }
-                }
+                add_earlier_partials(acc, parts, flags, w, t * (K / BK), shared_iters, workers);
                 c5::store_tile<true>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
             });
         segment_of[threadIdx.x] = j + 1;

@@ -15,8 +15,9 @@ with SPLIT_LAUNCH = 1, cute_sgemm_c6_workers with 2). This times, interleaved an
     workers [1], [2]       the second launch alone, each form (its output is not a GEMM's: the whole
                            tiles are not computed; the hand-over between workers runs as always)
 
-and works out what the workers would take at the tiles launch's pace per tile-wave,
-    ideal workers = tiles ms x (shared tiles / resident blocks) / (dp_tiles / resident blocks),
+and works out what the workers would take at the tiles launch's pace (its ms per wave of resident
+blocks, times the waves the shared tiles make),
+    ideal workers = tiles ms x shared tiles / dp_tiles,
 so that "workers / ideal" is what the stream-K tail costs beyond its share of the work (its extra
 segments, the hand-over, its own loop, the launch). Writes results/lab07b-c6-phases_<gpu>_<date>_<commit>.json.
 """
@@ -59,20 +60,14 @@ def phases(lab, n):
     if p1.tiles is None or p1.workers == 0:
         raise CourseError(f"{n}^3 runs as one launch on this GPU (no whole tiles, or no tail to share)",
                           hint="choose a size whose tiles are not whole waves, e.g. 4096")
-    one = np.float32(1.0)
-    zero = np.float32(0.0)
-    runs["tiles"] = lambda: p1.tiles.prepared_async_call((p1.dp_tiles, 1, 1), p1.block, None, *p1.head, one, a, b,
-                                                          zero, c, shared_size=p1.shared)
-    runs["workers [1]"] = lambda: p1.vec.prepared_async_call(p1.grid, p1.block, None, *p1.head, one, a, b, zero, c,
-                                                              *p1.tail, p1.ws, shared_size=p1.shared)
-    runs["workers [2]"] = lambda: p2.workers_entry.prepared_async_call((p2.workers, 1, 1), p2.block, None, *p2.head,
-                                                                       one, a, b, zero, c, *p2.tail[:2], p2.ws,
-                                                                       shared_size=p2.shared)
+    runs["tiles"] = lambda: p1.run_tiles(a, b, c, 1.0, 0.0, None)
+    runs["workers [1]"] = lambda: p1.run_rest(a, b, c, 1.0, 0.0, None)
+    runs["workers [2]"] = lambda: p2.run_rest(a, b, c, 1.0, 0.0, None)
     timings = time_interleaved(runs, L2Flusher(facts["l2_bytes"]))
-    resident = launch.resident_blocks(p1.vec, builds[1])
+    resident = launch.resident_blocks(p1.func, builds[1])
     tiles = math.ceil(n / 128) ** 2
     shared_tiles = tiles - p1.dp_tiles
-    ideal = timings["tiles"].median_ms * (shared_tiles / resident) / (p1.dp_tiles / resident)
+    ideal = timings["tiles"].median_ms * shared_tiles / p1.dp_tiles
     rows = []
     for name, t in timings.items():
         rows.append({"run": name, "median_ms": t.median_ms, "spread_pct": t.spread_pct,
