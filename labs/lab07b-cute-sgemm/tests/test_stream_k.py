@@ -160,3 +160,48 @@ def test_c6s_workers_entry_hands_partials_on_without_an_edge_path(sass):
     assert not any(op.startswith(("ATOM", "RED", "CALL")) for op in ops), ops
     copies = lambda o: sum(n for op, n in o.items() if op.startswith("LDGSTS"))   # noqa: E731
     assert copies(ops) == copies(sass["c6/tiles"]["opcodes"]), ops               # the tiles entry's copies
+
+
+class _Recorder:
+    """A stand-in for a prepared PyCUDA function: records each launch (grid, block, arguments, shared)."""
+
+    def __init__(self, name, calls):
+        self.name, self.calls = name, calls
+
+    def prepared_async_call(self, grid, block, stream, *args, shared_size):
+        self.calls.append((self.name, grid, block, stream, tuple(args), shared_size))
+
+
+def _plan(dp_tiles, workers, tiles, workers_entry, calls):
+    """A launch plan as _Plan makes it for 4096^3 on a GPU of `workers` resident blocks, with recording
+    functions in place of the GPU's (no GPU needed: what is checked is what gets launched, and how)."""
+    import numpy as np
+    p = object.__new__(launch._Plan)
+    p.func = _Recorder("vec", calls)
+    p.tiles = _Recorder("tiles", calls) if tiles else None
+    p.workers_entry = _Recorder("workers", calls) if workers_entry else None
+    p.dp_tiles, p.workers = dp_tiles, workers
+    p.block, p.shared, p.ws = (256, 1, 1), 98304, "WS"
+    p.head = (np.int32(4096),) * 3
+    first = dp_tiles if tiles else 0
+    p.grid = (dp_tiles + workers - first, 1, 1)
+    p.tail = (np.int32(dp_tiles), np.int32(workers), np.int32(first))
+    return p
+
+
+@pytest.mark.parametrize("form", ["one launch", "split 1", "split 2"])
+def test_the_hook_launches_what_each_form_says_with_the_kernels_argument_lists(form, monkeypatch):
+    """The argument lists of c6_stream_k.cu's header, in order: (M, N, K, alpha, A, B, beta, C) for the
+    tiles entry; + (dp_tiles, workers, workspace) for the workers entry; + (dp_tiles, workers,
+    first_block, workspace) for the vec entry."""
+    calls = []
+    p = _plan(792, 264, form != "one launch", form == "split 2", calls)
+    func = object()
+    monkeypatch.setitem(launch._plans, (id(func), 4096, 4096, 4096), p)
+    launch.StreamK()(None, func, 4096, 4096, 4096, "a", "b", "c", 1.5, 0.5, "s")
+    head = (4096, 4096, 4096, 1.5, "a", "b", 0.5, "c")
+    blocks = {"one launch": [("vec", 792 + 264, head + (792, 264, 0, "WS"))],
+              "split 1": [("tiles", 792, head), ("vec", 264, head + (792, 264, 792, "WS"))],
+              "split 2": [("tiles", 792, head), ("workers", 264, head + (792, 264, "WS"))]}[form]
+    assert [(n, g[0], tuple(a)) for n, g, _, _, a, _ in calls] == blocks
+    assert all(b == (256, 1, 1) and st == "s" and sh == 98304 for _, _, b, st, _, sh in calls)
