@@ -95,12 +95,6 @@
 #endif                 // (on the H200 +0.7 points of cuBLAS at 4096^3, +2 at 8192^3: results/lab07b-c6-compare_*_ccb3ec9.json);
                        // 2 also its workers, as cute_sgemm_c6_workers (+0.2-0.3 points at 4096^3); 0: one launch
 
-#ifndef C6_STAGGER_NS
-#define C6_STAGGER_NS 0          // experiment: the second resident block of an SM starts this many ns late
-#endif
-#ifndef C6_STAGGER_WORKERS_NS
-#define C6_STAGGER_WORKERS_NS 0
-#endif
 #define C5_BODY_ONLY   // c5's body and parameters, without its entry points
 #include "c5_wide_epilogue.cu"
 
@@ -252,31 +246,12 @@ cute_sgemm_c6_scalar(int M, int N, int K, float alpha, const float* A, const flo
     c6::body<false>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, first_block, workspace);
 }
 
-namespace c6 {
-// Experiment: blocks nsmid .. 2 nsmid - 1 (the second block of each SM in the first wave, if the GPU
-// hands blocks out one per SM first) wait `ns` before they start.
-__device__ __forceinline__ void stagger(unsigned long long ns)
-{
-    unsigned sms;
-    asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
-    if (blockIdx.x >= sms && blockIdx.x < 2 * sms) {
-        unsigned long long t0, t;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-        do {
-            __nanosleep(200);
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        } while (t - t0 < ns);
-    }
-}
-}  // namespace c6
-
 // The whole tiles of a shape that divides the tile (BM | M, BN | N, BK | K), block b the raster order's
 // tile b: c5's product with no edge path (EVEN) and its wide epilogue.
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_tiles(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
 {
     int bm, bn;
-    if (C6_STAGGER_NS > 0) c6::stagger(C6_STAGGER_NS);
     cute_sgemm::raster_of(blockIdx.x, N / BN, M / BM, GROUP, bm, bn);
     c5::tile_range<true, true>(M, N, K, A, B, C, bm, bn, 0, K / BK,
         [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
@@ -336,7 +311,6 @@ cute_sgemm_c6_workers(int M, int N, int K, float alpha, const float* A, const fl
     const int gx = N / BN, gy = M / BM, k_tiles = K / BK;
     const int iters = (gx * gy - dp_tiles) * k_tiles;
     segment_of[threadIdx.x] = 0;
-    if (C6_STAGGER_WORKERS_NS > 0) c6::stagger(C6_STAGGER_WORKERS_NS);
     for (;;) {
         const int j = reread(segment_of + threadIdx.x);
         int tile, kt0, kt1;
