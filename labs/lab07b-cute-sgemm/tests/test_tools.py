@@ -1,0 +1,62 @@
+"""The lab's GPU tools without a GPU: what they work out on the host (tools/wave_pace.py), and the
+clear error, not a traceback, where there is no GPU to time on."""
+import importlib.util
+import math
+
+import pytest
+
+from common.device import gpu_status
+from common.errors import CourseError
+from common.testing import lab_of
+
+LAB = lab_of(__file__)
+
+
+def _tool(name):
+    spec = importlib.util.spec_from_file_location(name, LAB.dir / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+wave_pace = _tool("wave_pace")
+
+
+@pytest.mark.parametrize("tiles", [1, 7, 46, 132, 264, 396, 792, 1056, 2 * 3 * 5 * 7 * 11])
+def test_wave_pace_grid_is_exact_and_as_square_as_divisors_allow(tiles):
+    rows, cols = wave_pace.grid_of(tiles)
+    assert rows * cols == tiles and rows <= cols
+    assert not any(tiles % d == 0 for d in range(rows + 1, math.isqrt(tiles) + 1))
+
+
+def test_wave_pace_fit_recovers_fixed_cost_and_pace():
+    # t = 12 us + 0.7 ms per 4096 of K, with a little noise that must not move the fit far
+    points = [(K, 0.012 + 0.7 * K / 4096 + (1e-4 if i % 2 else -1e-4)) for i, K in enumerate(wave_pace.KS)]
+    fixed_us, pace = wave_pace.fit(points)
+    assert fixed_us == pytest.approx(12, abs=0.2) and pace == pytest.approx(0.7, rel=1e-3)
+
+
+@pytest.mark.parametrize("argv", [["x"], ["4096"], ["1000", "4096"]])
+def test_wave_pace_refuses_bad_ks_or_missing_gpu_with_a_hint(argv):
+    with pytest.raises(CourseError) as e:
+        wave_pace.main(argv)
+    assert e.value.hint
+    if gpu_status()[0]:                   # on a GPU the K check speaks; without one, the GPU check first
+        assert "K" in str(e.value)
+
+
+@pytest.mark.parametrize("n", [2048, 4096])
+def test_make_ncu_profiles_c6s_first_launch_whichever_entry_it_is(n):
+    # At 4096^3 on the H200 c6 launches its whole tiles, then its workers: its vec entry never runs, and
+    # a filter on that name alone profiled nothing. The marked call's first launch among its entries.
+    from common import profiling
+    k = LAB.kernel("c6")
+    argv = profiling.ncu_argv(LAB, "ncu", "c6", n, metrics=["gpu__time_duration.sum"])
+    assert argv[argv.index("--profile-from-start") + 1] == "off"
+    assert argv[argv.index("--launch-count") + 1] == "1" and "--launch-skip" not in argv
+    pattern = argv[argv.index("--kernel-name") + 1]
+    assert pattern.startswith("regex:")
+    import re
+    names = [k.entries["vec"], *k.helpers.values()]
+    assert all(re.fullmatch(pattern[len("regex:"):], e) for e in names)
+    assert not re.fullmatch(pattern[len("regex:"):], k.entries["vec"] + "_x")
