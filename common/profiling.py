@@ -536,9 +536,10 @@ SUMMARY_COLUMNS = [K, ("time_us", "time us", ".1f"), ("tflops", "TFLOP/s", ".1f"
 
 
 def ncu_full(lab, args):
-    """`make ncu KERNEL=name`: the full set (--set full) into one report file for the GUI."""
+    """`make ncu KERNEL=name`: the full set (--set full) into one report file for the GUI. Any kernel
+    of the lab's own (not only the tables' rows), cuBLAS by its profile name."""
     name = args.kernel
-    names = profile_names(lab)
+    names = profile_names(lab) + [k.name for k in lab.own() if k.name not in profile_names(lab)]
     if not name:
         raise CourseError("make ncu needs KERNEL=<name>", hint=f"e.g. make ncu KERNEL={names[0] if names else 'name'}; "
                                                                 f"names: {', '.join(names)}")

@@ -60,3 +60,18 @@ def test_make_ncu_profiles_c6s_first_launch_whichever_entry_it_is(n):
     names = [k.entries["vec"], *k.helpers.values()]
     assert all(re.fullmatch(pattern[len("regex:"):], e) for e in names)
     assert not re.fullmatch(pattern[len("regex:"):], k.entries["vec"] + "_x")
+
+
+@pytest.mark.skipif(gpu_status()[0], reason="on a GPU this would run ncu; the name check is what is tested")
+@pytest.mark.parametrize("name", ["c1", "c6"])
+def test_make_ncu_takes_any_kernel_of_the_lab_not_only_the_tables_rows(name):
+    # NCU_TABLE is c3, c4, c5 (the bank check); `make ncu KERNEL=c6` used to stop at the name
+    import argparse
+    from common import profiling
+    assert name not in profiling.profile_names(LAB)
+    with pytest.raises(CourseError) as e:
+        profiling.ncu_full(LAB, argparse.Namespace(kernel=name, size=None))
+    assert "no kernel" not in str(e.value) and "GPU" in str(e.value)
+    with pytest.raises(CourseError) as e:
+        profiling.ncu_full(LAB, argparse.Namespace(kernel="c9", size=None))
+    assert "c6" in e.value.hint
