@@ -358,7 +358,14 @@ def _label_of(lab, name, entry, n=PROFILE_SIZE):
         return cublas_label(name)
     k = _kernel_named(lab, name, n)
     label = _label(k, next((v for v, e in k.entries.items() if e == entry), None))
-    return label + (" (tuned)" if k.name != k.base_name and name != k.name else "")
+    helper = next((h for h, e in k.helpers.items() if e == entry), None)
+    return label + (f" [{helper}]" if helper else "") + (" (tuned)" if k.name != k.base_name and name != k.name else "")
+
+
+def _part_of_the_gemm(lab, name, entry, n):
+    """Whether a launch of `entry` is one of a kernel's helper launches (part of the GEMM, so that no
+    TFLOP/s can be worked out from n^3 and its time alone)."""
+    return not cublas_precision(name) and entry in _kernel_named(lab, name, n).helpers.values()
 
 
 def _common_columns(lab, name, launch, n):
@@ -368,7 +375,7 @@ def _common_columns(lab, name, launch, n):
     registers = _value(m, nm.REGISTERS)
     stalls = nm.top_stalls(m, 3)
     return {"kernel": _label_of(lab, name, launch.kernel, n), "entry": launch.kernel, "time_us": us,
-            "tflops": 2.0 * n ** 3 / (us * 1e-6) / 1e12 if us else None,
+            "tflops": 2.0 * n ** 3 / (us * 1e-6) / 1e12 if us and not _part_of_the_gemm(lab, name, launch.kernel, n) else None,
             "sm_pct": _value(m, nm.SM_PCT), "memory_pct": _value(m, nm.MEMORY_PCT), "dram_pct": _value(m, nm.DRAM_PCT),
             "registers": None if registers is None else int(registers),
             "smem_per_block_kb": _kb(_value(m, nm.SMEM_STATIC), _value(m, nm.SMEM_DYNAMIC)),

@@ -75,3 +75,17 @@ def test_make_ncu_takes_any_kernel_of_the_lab_not_only_the_tables_rows(name):
     with pytest.raises(CourseError) as e:
         profiling.ncu_full(LAB, argparse.Namespace(kernel="c9", size=None))
     assert "c6" in e.value.hint
+
+
+def test_make_ncu_names_a_helper_launch_and_gives_it_no_tflops():
+    # The whole-tiles launch does part of the GEMM: 2 n^3 over its time alone would overstate it
+    from types import SimpleNamespace
+    from common import ncu_metrics as nm
+    from common import profiling
+    k = LAB.kernel("c6")
+    n = 4096
+    for entry, label, has_tflops in ((k.helpers["tiles"], "c6 [tiles]", False), (k.entries["vec"], "c6/vec", True)):
+        launch = SimpleNamespace(kernel=entry, metrics={nm.DURATION: 2.06e6}, units={nm.DURATION: "nsecond"})
+        row = profiling._common_columns(LAB, "c6", launch, n)
+        assert row["kernel"] == label and row["entry"] == entry
+        assert (row["tflops"] is not None) == has_tflops
