@@ -33,13 +33,14 @@ DEFAULT_SIZES = [1024, 2048, 4096]
 SELFCHECK_SHAPES = [(1, 1, 8), (17, 33, 16), (130, 260, 104), (257, 129, 512), (300, 200, 8), (96, 385, 1000)]
 
 
-def needs_gpu(target, lab=None):
-    """This GPU's facts, or one short message: which target needs a GPU, and what works without one."""
+def needs_gpu(target, lab=None, command=None):
+    """This GPU's facts, or one short message: which target needs a GPU, and what works without one.
+    command: what to call it in that message when it is not `make <target>` (a lab's tool script)."""
     from .device import gpu_status
     ok, why = gpu_status()
     if not ok:
         where = f" {lab.dir.relative_to(lab.dir.parents[1])}/results/" if lab else " the lab's results/"
-        raise CourseError(f"`make {target}` needs an NVIDIA GPU, and cannot use one here: {why}",
+        raise CourseError(f"`{command or 'make ' + target}` needs an NVIDIA GPU, and cannot use one here: {why}",
                           hint=f"run it on a machine with an NVIDIA GPU (sm_80 or newer); the numbers recorded on one are in"
                                f"{where} and the walkthrough notebook shows them; `make`, `make sass` and `make test` "
                                "work here")

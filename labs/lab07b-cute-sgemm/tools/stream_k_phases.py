@@ -80,15 +80,14 @@ def phases(lab, n):
 
 
 def main(argv):
-    from common.device import gpu_status
-    from common.targets import _slug
-    ok, why = gpu_status()
-    if not ok:
-        raise CourseError(f"stream_k_phases.py times c6 on a GPU, and cannot use one here: {why}",
-                          hint="run it on a machine with an NVIDIA GPU; the recorded phases are in "
-                               "labs/lab07b-cute-sgemm/results/lab07b-c6-phases_*.json")
+    from common.targets import _slug, needs_gpu
     lab = load("lab07b-cute-sgemm")
-    sizes = [int(x) for x in argv] or [4096]
+    needs_gpu(None, lab, command="tools/stream_k_phases.py")
+    try:
+        sizes = [int(x) for x in argv] or [4096]
+    except ValueError:
+        raise CourseError(f"stream_k_phases.py takes sizes (whole numbers), not {' '.join(argv)!r}",
+                          hint="e.g. stream_k_phases.py 4096 8192") from None
     out, facts = [], None
     for n in sizes:
         facts, rec = phases(lab, n)

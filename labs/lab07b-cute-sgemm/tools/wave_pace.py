@@ -119,13 +119,9 @@ def pace(lab, lab7, Ks):
 
 
 def main(argv):
-    from common.device import gpu_status
-    from common.targets import _slug
-    ok, why = gpu_status()
-    if not ok:
-        raise CourseError(f"wave_pace.py times kernels on a GPU, and cannot use one here: {why}",
-                          hint="run it on a machine with an NVIDIA GPU; the recorded paces are in "
-                               "labs/lab07b-cute-sgemm/results/lab07b-wave-pace_*.json")
+    from common.targets import _slug, needs_gpu
+    lab, lab7 = load("lab07b-cute-sgemm"), load("lab07-matmul-registers")
+    needs_gpu(None, lab, command="tools/wave_pace.py")
     try:
         Ks = [int(x) for x in argv] or list(KS)
     except ValueError:
@@ -134,7 +130,6 @@ def main(argv):
     if len(Ks) < 2 or any(K < 32 or K % 32 for K in Ks):
         raise CourseError("wave_pace.py needs at least two values of K, each a multiple of 32 (c6's BK)",
                           hint="e.g. wave_pace.py 1024 2048 4096")
-    lab, lab7 = load("lab07b-cute-sgemm"), load("lab07-matmul-registers")
     facts, rows = pace(lab, lab7, Ks)
     rows.sort(key=lambda r: (r["waves"], r["run"].startswith("cuBLAS"), r["run"]))
     print(report.table(rows, [("run", "run", None), ("waves", "waves", "d"), ("M", "M", "d"), ("N", "N", "d"),
