@@ -25,9 +25,10 @@ Every ncu run uses --clock-control none: the GPU runs at its own clocks, as in `
 Our kernels are picked by name (--kernel-name ENTRY --launch-skip 1 --launch-count 1: the warm-up is
 the skipped match). A kernel whose launch hook runs helper entry points (Kernel.helpers) may not
 launch its variant's entry at all at some sizes: ncu then takes the first launch of the marked call
-among the variant's entry and the helpers (--profile-from-start off, a regex of their names). cuBLAS's kernel names are not known in advance, and one call may launch more
-than one kernel, so for cuBLAS the profile mode marks the profiled call with cuProfilerStart/Stop
-and ncu runs with --profile-from-start off: every kernel of that one call is profiled.
+among the variant's entry and the helpers (--profile-from-start off, a regex of their names).
+cuBLAS's kernel names are not known in advance, and one call may launch more than one kernel, so
+for cuBLAS the profile mode marks the profiled call with cuProfilerStart/Stop and ncu runs with
+--profile-from-start off: every kernel of that one call is profiled.
 """
 import os
 import re
@@ -375,7 +376,7 @@ def _common_columns(lab, name, launch, n):
     registers = _value(m, nm.REGISTERS)
     stalls = nm.top_stalls(m, 3)
     return {"kernel": _label_of(lab, name, launch.kernel, n), "entry": launch.kernel, "time_us": us,
-            "tflops": 2.0 * n ** 3 / (us * 1e-6) / 1e12 if us and not _part_of_the_gemm(lab, name, launch.kernel, n) else None,
+            "tflops": None if not us or _part_of_the_gemm(lab, name, launch.kernel, n) else 2.0 * n ** 3 / (us * 1e-6) / 1e12,
             "sm_pct": _value(m, nm.SM_PCT), "memory_pct": _value(m, nm.MEMORY_PCT), "dram_pct": _value(m, nm.DRAM_PCT),
             "registers": None if registers is None else int(registers),
             "smem_per_block_kb": _kb(_value(m, nm.SMEM_STATIC), _value(m, nm.SMEM_DYNAMIC)),
@@ -546,7 +547,8 @@ def ncu_full(lab, args):
     """`make ncu KERNEL=name`: the full set (--set full) into one report file for the GUI. Any kernel
     of the lab's own (not only the tables' rows), cuBLAS by its profile name."""
     name = args.kernel
-    names = profile_names(lab) + [k.name for k in lab.own() if k.name not in profile_names(lab)]
+    names = profile_names(lab)
+    names += [k.name for k in lab.own() if k.name not in names]
     if not name:
         raise CourseError("make ncu needs KERNEL=<name>", hint=f"e.g. make ncu KERNEL={names[0] if names else 'name'}; "
                                                                 f"names: {', '.join(names)}")
