@@ -234,7 +234,9 @@ def load_function(cubin, entry, shared_bytes=0, signature="iiiPPP"):
     if not Path(cubin).exists():
         raise CourseError(f"{cubin} has not been built", hint="run `make` in the lab folder first")
     func = _module(str(cubin), os.path.getmtime(cubin)).get_function(entry)
-    if shared_bytes > 48 * 1024:
+    # Over 48 KB a block's shared memory needs the kernel's opt-in, and the 48 KB count the static
+    # __shared__ arrays too: 48 KB of dynamic memory plus a 1 KB static array fails to launch without it.
+    if shared_bytes + getattr(func, "shared_size_bytes", 0) > 48 * 1024:
         func.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes)
     if re.fullmatch(r"[iPf]+", signature):
         func.prepare(signature)
