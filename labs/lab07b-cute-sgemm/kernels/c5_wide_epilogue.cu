@@ -65,6 +65,9 @@
 #ifndef A_MMAJOR
 #define A_MMAJOR 0  // 0: sA k-major (the worklog's); 1: sA m-major, transposed by 4-byte copies (lab 7's v8)
 #endif
+#ifndef A_COPY
+#define A_COPY 0    // A_MMAJOR = 1 only: 0 a warp copies one row x 32 k of A, 1 4 rows x 8 k (below: CopyAM32)
+#endif
 #ifndef FAST_LOOP
 #define FAST_LOOP 0 // EVEN only (c6's whole tiles): 1 runs the tiles with a next tile to copy in a loop without the test
 #endif
@@ -99,6 +102,9 @@ static_assert(MIN_BLOCKS >= 1 && MIN_BLOCKS * THREADS <= 2048, "c5: MIN_BLOCKS r
 static_assert(A_MMAJOR == 0 || A_MMAJOR == 1, "c5: A_MMAJOR is 0 (k-major sA) or 1 (m-major sA)");
 static_assert(A_MMAJOR == 0 || (BM % 32 == 0 && BM % (4 * THR_M) == 0),
               "c5: A_MMAJOR = 1 needs BM % 32 == 0 and BM % (4 * THR_M) == 0 (whole swizzled chunks, m in groups of 4)");
+static_assert(A_COPY == 0 || A_COPY == 1, "c5: A_COPY is 0 or 1");
+static_assert(A_COPY == 0 || A_MMAJOR == 0 || (BK % 8 == 0 && (THREADS / 32) % (BK / 8) == 0 && BM % (4 * (THREADS / 32 / (BK / 8))) == 0),
+              "c5: A_COPY = 1 needs BK % 8 == 0, whole warps per k-group of 8 (THREADS / 32 divisible by BK / 8) and BM % (4 x warps along m) == 0");
 static_assert(FAST_LOOP == 0 || FAST_LOOP == 1, "c5: FAST_LOOP is 0 or 1");
 static_assert(FMA_ORDER >= 0 && FMA_ORDER <= 2, "c5: FMA_ORDER is 0 (cute::gemm), 1 (n outer) or 2 (m outer)");
 static_assert(SMEM_BYTES <= 227 * 1024, "c5: STAGES x (BM + BN) x BK floats exceed 227 KB, the most a block may use "
@@ -142,13 +148,26 @@ using CopyA32 = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFI
     make_layout(make_shape(Int<THREADS / BK>{}, Int<BK>{}), LayoutRight{}),
     make_layout(make_shape(_1{}, _1{}))));
 
+// A by 4-byte copies into the m-major sA (A_MMAJOR = 1). A warp copies 4 rows x 8 k, k fastest: each
+// row's 8 k are 32 bytes of global memory (one sector, 4 per warp as for a 128-byte row), and its 32
+// stores land on 32 banks: element (m, k) sits in bank 4 ((m / 4) ^ (k % 8)) + m % 4, 8 values of k % 8
+// times 4 of m % 4. CopyA32's warp (one row, 32 k) has only k % 8 to spread over: 8 banks, 4-way
+// conflicts on every LDGSTS. Warps: BK / 8 along k, the rest along m.
+constexpr int A_WARPS_K = BK / 8 > 0 ? BK / 8 : 1;
+constexpr int A_WARPS_M = THREADS / 32 / A_WARPS_K > 0 ? THREADS / 32 / A_WARPS_K : 1;
+using CopyAM32 = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
+    Layout<Shape<Shape<_4, Int<A_WARPS_M>>, Shape<_8, Int<A_WARPS_K>>>,
+           Stride<Stride<_8, Int<32 * A_WARPS_K>>, Stride<_1, _32>>>{},
+    make_layout(make_shape(_1{}, _1{}))));
+using CopyAm = cute::conditional_t<A_MMAJOR == 1 && A_COPY == 1, CopyAM32, CopyA32>;
+
 template <>
 struct Copies<true> {
     // A: (THREADS / (BK/4), BK/4) threads, k fastest, x (1, 4) values: 8 threads per 128-byte row of A.
     using A128 = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
         make_layout(make_shape(Int<THREADS / (BK / 4)>{}, Int<BK / 4>{}), LayoutRight{}),
         make_layout(make_shape(_1{}, _4{}))));
-    using A = cute::conditional_t<A_MMAJOR == 1, CopyA32, A128>;
+    using A = cute::conditional_t<A_MMAJOR == 1, CopyAm, A128>;
     // B: (BN/4, THREADS / (BN/4)) threads, n fastest, x (4, 1) values: a warp reads 512 bytes of a B row.
     using B = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
         make_layout(make_shape(Int<BN / 4>{}, Int<THREADS / (BN / 4)>{})),
@@ -157,7 +176,7 @@ struct Copies<true> {
 
 template <>
 struct Copies<false> {
-    using A = CopyA32;
+    using A = CopyAm;
     using B = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
         make_layout(make_shape(Int<B_COLS>{}, Int<THREADS / B_COLS>{})),
         make_layout(make_shape(_1{}, _1{}))));
