@@ -65,12 +65,6 @@
 #ifndef A_MMAJOR
 #define A_MMAJOR 0  // 0: sA k-major (the worklog's); 1: sA m-major, transposed by 4-byte copies (lab 7's v8)
 #endif
-#ifndef A_COPY
-#define A_COPY 0    // A_MMAJOR = 1 only: 0 a warp copies one row x 32 k of A, 1 4 rows x 8 k (below: CopyAM32)
-#endif
-#ifndef FAST_LOOP
-#define FAST_LOOP 0 // EVEN only (c6's whole tiles): 1 runs the tiles with a next tile to copy in a loop without the test
-#endif
 #ifndef FMA_ORDER
 #define FMA_ORDER 0 // order of a k-block's FFMA: 0 cute::gemm's, 1 n outer (v8), 2 m outer (v7); tuning only
 #endif
@@ -102,10 +96,6 @@ static_assert(MIN_BLOCKS >= 1 && MIN_BLOCKS * THREADS <= 2048, "c5: MIN_BLOCKS r
 static_assert(A_MMAJOR == 0 || A_MMAJOR == 1, "c5: A_MMAJOR is 0 (k-major sA) or 1 (m-major sA)");
 static_assert(A_MMAJOR == 0 || (BM % 32 == 0 && BM % (4 * THR_M) == 0),
               "c5: A_MMAJOR = 1 needs BM % 32 == 0 and BM % (4 * THR_M) == 0 (whole swizzled chunks, m in groups of 4)");
-static_assert(A_COPY == 0 || A_COPY == 1, "c5: A_COPY is 0 or 1");
-static_assert(A_COPY == 0 || A_MMAJOR == 0 || (BK % 8 == 0 && (THREADS / 32) % (BK / 8) == 0 && BM % (4 * (THREADS / 32 / (BK / 8))) == 0),
-              "c5: A_COPY = 1 needs BK % 8 == 0, whole warps per k-group of 8 (THREADS / 32 divisible by BK / 8) and BM % (4 x warps along m) == 0");
-static_assert(FAST_LOOP == 0 || FAST_LOOP == 1, "c5: FAST_LOOP is 0 or 1");
 static_assert(FMA_ORDER >= 0 && FMA_ORDER <= 2, "c5: FMA_ORDER is 0 (cute::gemm), 1 (n outer) or 2 (m outer)");
 static_assert(SMEM_BYTES <= 227 * 1024, "c5: STAGES x (BM + BN) x BK floats exceed 227 KB, the most a block may use "
                                         "(sm_86/89/120 give 99 KB; the launcher checks the device)");
@@ -148,26 +138,13 @@ using CopyA32 = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFI
     make_layout(make_shape(Int<THREADS / BK>{}, Int<BK>{}), LayoutRight{}),
     make_layout(make_shape(_1{}, _1{}))));
 
-// A by 4-byte copies into the m-major sA (A_MMAJOR = 1). A warp copies 4 rows x 8 k, k fastest: each
-// row's 8 k are 32 bytes of global memory (one sector, 4 per warp as for a 128-byte row), and its 32
-// stores land on 32 banks: element (m, k) sits in bank 4 ((m / 4) ^ (k % 8)) + m % 4, 8 values of k % 8
-// times 4 of m % 4. CopyA32's warp (one row, 32 k) has only k % 8 to spread over: 8 banks, 4-way
-// conflicts on every LDGSTS. Warps: BK / 8 along k, the rest along m.
-constexpr int A_WARPS_K = BK / 8 > 0 ? BK / 8 : 1;
-constexpr int A_WARPS_M = THREADS / 32 / A_WARPS_K > 0 ? THREADS / 32 / A_WARPS_K : 1;
-using CopyAM32 = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
-    Layout<Shape<Shape<_4, Int<A_WARPS_M>>, Shape<_8, Int<A_WARPS_K>>>,
-           Stride<Stride<_8, Int<32 * A_WARPS_K>>, Stride<_1, _32>>>{},
-    make_layout(make_shape(_1{}, _1{}))));
-using CopyAm = cute::conditional_t<A_MMAJOR == 1 && A_COPY == 1, CopyAM32, CopyA32>;
-
 template <>
 struct Copies<true> {
     // A: (THREADS / (BK/4), BK/4) threads, k fastest, x (1, 4) values: 8 threads per 128-byte row of A.
     using A128 = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
         make_layout(make_shape(Int<THREADS / (BK / 4)>{}, Int<BK / 4>{}), LayoutRight{}),
         make_layout(make_shape(_1{}, _4{}))));
-    using A = cute::conditional_t<A_MMAJOR == 1, CopyAm, A128>;
+    using A = cute::conditional_t<A_MMAJOR == 1, CopyA32, A128>;
     // B: (BN/4, THREADS / (BN/4)) threads, n fastest, x (4, 1) values: a warp reads 512 bytes of a B row.
     using B = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
         make_layout(make_shape(Int<BN / 4>{}, Int<THREADS / (BN / 4)>{})),
@@ -176,7 +153,7 @@ struct Copies<true> {
 
 template <>
 struct Copies<false> {
-    using A = CopyAm;
+    using A = CopyA32;
     using B = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
         make_layout(make_shape(Int<B_COLS>{}, Int<THREADS / B_COLS>{})),
         make_layout(make_shape(_1{}, _1{}))));
@@ -199,7 +176,7 @@ using TiledMma = decltype(make_tiled_mma(UniversalFMA<float, float, float>{},
 // and unpredicated: no edge test at any tile, and ptxas allocates a main loop with no edge path in it.
 // (`inside` is then true at run time; finish still gets it as a value: with the constant, ptxas
 // allocated the same loop differently, 26 % of its FFMA with register-bank conflicts against 14 %.)
-template <bool VEC, bool EVEN = false, bool FAST = EVEN && FAST_LOOP, class Finish>
+template <bool VEC, bool EVEN = false, class Finish>
 __device__ __forceinline__ void tile_range(int M, int N, int K, const float* A, const float* B, float* C,
                                            int bm, int bn, int kt0, int kt1, Finish&& finish)
 {
@@ -274,10 +251,12 @@ __device__ __forceinline__ void tile_range(int M, int N, int K, const float* A, 
     copy(tCsA(_, _, 0, read), tCrA(_, _, 0));             // k-block 0 of tile 0 into register set 0
     copy(tCsB(_, _, 0, read), tCrB(_, _, 0));
 
-    // One tile's product from buffer `read`: per k-block, load the next k-block into the other register
-    // set and multiply this one (gemm: the outer product of the thread's 8 A and 8 B values, 64 FFMA).
-    // One barrier per tile.
-    auto compute_tile = [&]() {
+    // Main loop. Tile t+STAGES-1 is copied into the buffer tile t-1 left; then per k-block: load the
+    // next k-block into the other register set, and multiply this one (gemm: the outer product of
+    // the thread's 8 A and 8 B values, 64 FFMA). One barrier per tile.
+    for (int t = kt0; t < kt1; ++t) {
+        if (t + STAGES - 1 < kt1) load_tile(t + STAGES - 1, write);
+        cp_async_fence();
         CUTE_UNROLL
         for (int k = 0; k < BK; ++k) {
             if (k == BK - 1) {   // tile t+1 has landed for everyone, and everyone holds tile t's last
@@ -292,25 +271,6 @@ __device__ __forceinline__ void tile_range(int M, int N, int K, const float* A, 
             copy(tCsB(_, _, kn, read), tCrB(_, _, (k + 1) & 1));
             cute_sgemm::outer_product<FMA_ORDER>(mma, tCrA(_, _, k & 1), tCrB(_, _, k & 1), tCrC);
         }
-    };
-
-    // Main loop: tile t+STAGES-1 is copied into the buffer tile t-1 left, then tile t is multiplied.
-    int t = kt0;
-    if constexpr (EVEN && FAST) {
-        // The fast loop (lab 7's v8 has the same): while there is a next tile to copy, copy it without
-        // asking. With the test in the loop, the copies are a basic block of their own: ~60 address
-        // instructions and 20 LDGSTS that every warp runs after the barrier with no FFMA to hide them.
-        // Unconditional, ptxas schedules them among the FFMA of the tile.
-        for (; t + STAGES - 1 < kt1; ++t) {
-            load_tile(t + STAGES - 1, write);
-            cp_async_fence();
-            compute_tile();
-        }
-    }
-    for (; t < kt1; ++t) {   // the rest (EVEN: the last STAGES-1 tiles, which copy nothing)
-        if (t + STAGES - 1 < kt1) load_tile(t + STAGES - 1, write);
-        cp_async_fence();
-        compute_tile();
     }
 
     finish(tCrC, tCgC, thr_mma, m_left, n_left, inside);

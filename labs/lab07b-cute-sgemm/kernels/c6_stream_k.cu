@@ -318,7 +318,7 @@ cute_sgemm_c6_workers(int M, int N, int K, float alpha, const float* A, const fl
         int bm, bn;
         cute_sgemm::raster_of(dp_tiles + tile, gx, gy, GROUP, bm, bn);
         if (j > 0) __syncthreads();            // the previous segment's reads of shared memory are done
-        c5::tile_range<true, true, false>(M, N, K, A, B, C, bm, bn, kt0, kt1,
+        c5::tile_range<true, true>(M, N, K, A, B, C, bm, bn, kt0, kt1,
             [&](auto& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
                 const int w = block_index();
                 const int shared_iters = (N / BN) * (M / BM) * (K / BK) - dp_tiles * (K / BK);
