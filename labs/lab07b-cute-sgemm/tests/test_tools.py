@@ -45,6 +45,22 @@ def test_wave_pace_refuses_bad_ks_or_missing_gpu_with_a_hint(argv):
         assert "K" in str(e.value)
 
 
+def test_wave_pace_times_c6s_builds_beside_c6_each_with_its_own_tile():
+    from common.compare import parse_builds
+    runs = wave_pace.kernels(LAB, wave_pace.load("lab07-matmul-registers"),
+                             parse_builds("BN=256,THR_N=32,MIN_BLOCKS=1,STAGES=4"))
+    labels = [label for label, _, _ in runs]
+    assert labels == ["c6 (whole tiles)", "c6[BN256_THR_N32_MIN_BLOCKS1_STAGES4] (whole tiles)", "v8"]
+    assert runs[1][2].tile == (128, 256) and runs[1][2].threads == 512 and runs[0][2].tile == (128, 128)
+
+
+@pytest.mark.parametrize("argv", [["--builds"], ["--builds", "BN"], ["--builds=BN=256", "100", "4096"]])
+def test_wave_pace_says_what_is_wrong_with_its_builds_or_ks(argv):
+    with pytest.raises(CourseError) as e:
+        wave_pace.main(argv)
+    assert e.value.hint and "GPU" not in str(e.value)
+
+
 @pytest.mark.parametrize("n", [2048, 4096])
 def test_make_ncu_profiles_c6s_first_launch_whichever_entry_it_is(n):
     # At 4096^3 on the H200 c6 launches its whole tiles, then its workers: its vec entry never runs, and

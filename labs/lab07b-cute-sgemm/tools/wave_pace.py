@@ -1,7 +1,11 @@
 """How fast a kernel's main loop runs, apart from its wave quantization and its start and finish:
 c6's whole tiles, lab 7's v8 and cuBLAS SGEMM on shapes of exactly 1 and 3 waves, over K. On a GPU.
 
-    .venv/bin/python labs/lab07b-cute-sgemm/tools/wave_pace.py [K ...]      (default 512 ... 8192)
+    .venv/bin/python labs/lab07b-cute-sgemm/tools/wave_pace.py [--builds 'NAME=v,...;...'] [K ...]
+                                                         (K: default 512 ... 8192)
+
+--builds adds c6 built with other parameters (the syntax of `make compare`'s BUILDS), each on shapes of
+exactly 1 and 3 of its own waves: whether a build is faster in its main loop or only in its tail.
 
 (from the project's root, with the course's .venv: its .pth makes `common` importable)
 
@@ -45,13 +49,21 @@ def fit(points):
     return fixed * 1e3, pace * 4096
 
 
-def shapes(lab, lab7, facts):
-    """[(kernel label, lab, kernel, waves, M, N)]: c6 and v8 at exactly w waves of their tiles."""
+def kernels(lab, lab7, builds=()):
+    """[(label, lab, kernel)]: c6, each build of c6 (dicts of parameters), v8."""
+    c6 = lab.kernel("c6")
+    out = [("c6 (whole tiles)", lab, c6)]
+    out += [(f"{k.name} (whole tiles)", lab, k) for k in (c6.with_params(**b) for b in builds)]
+    return out + [("v8", lab7, lab7.kernel("v8"))]
+
+
+def shapes(lab, lab7, facts, builds=()):
+    """[(kernel label, lab, kernel, waves, M, N)]: c6 (and its builds) and v8 at exactly w waves of their tiles."""
     import importlib
     from common.kernels import load_function
     launch = importlib.import_module(f"{lab.package}.launch")
     out = []
-    for label, L, k in (("c6 (whole tiles)", lab, lab.kernel("c6")), ("v8", lab7, lab7.kernel("v8"))):
+    for label, L, k in kernels(lab, lab7, builds):
         arch = L.build_arch(k, facts["arch"])
         func = load_function(str(k.cubin(L.build_dir_of(k), arch)), k.entries["vec"], k.shared_bytes, k.signature)
         resident = launch.resident_blocks(func, k)
@@ -62,7 +74,7 @@ def shapes(lab, lab7, facts):
     return out
 
 
-def pace(lab, lab7, Ks):
+def pace(lab, lab7, Ks, builds=()):
     import pycuda.driver as cuda
     from common.check import NAN_BITS, compare, random_matrix, reference, tolerance
     from common.cublas import Cublas
@@ -70,9 +82,9 @@ def pace(lab, lab7, Ks):
     from common.precision import precision
     from common.timing import L2Flusher, time_interleaved
     facts = gpu_facts()
-    lab.build([lab.kernel("c6")], [facts["arch"]])
-    lab7.build([lab7.kernel("v8")], [facts["arch"]])
-    cases = shapes(lab, lab7, facts)
+    for _, L, k in kernels(lab, lab7, builds):
+        L.build([k], [facts["arch"]])
+    cases = shapes(lab, lab7, facts, builds)
     blas, prec, flusher = Cublas(), precision("fp32"), L2Flusher(facts["l2_bytes"])
     rng = np.random.default_rng()
     times = {}                                      # (run, waves) -> [(K, ms)]
@@ -121,7 +133,16 @@ def pace(lab, lab7, Ks):
 def main(argv):
     from common.targets import _slug, needs_gpu
     lab, lab7 = load("lab07b-cute-sgemm"), load("lab07-matmul-registers")
-    needs_gpu(None, lab, command="tools/wave_pace.py")
+    builds = []
+    if argv and argv[0].split("=")[0] == "--builds":
+        from common.compare import parse_builds
+        if "=" in argv[0]:
+            text, argv = argv[0].split("=", 1)[1], argv[1:]
+        elif len(argv) > 1:
+            text, argv = argv[1], argv[2:]
+        else:
+            raise CourseError("--builds needs a value", hint="e.g. --builds 'BN=256,THR_N=32,MIN_BLOCKS=1'")
+        builds = parse_builds(text)
     try:
         Ks = [int(x) for x in argv] or list(KS)
     except ValueError:
@@ -130,7 +151,8 @@ def main(argv):
     if len(Ks) < 2 or any(K < 32 or K % 32 for K in Ks):
         raise CourseError("wave_pace.py needs at least two values of K, each a multiple of 32 (c6's BK)",
                           hint="e.g. wave_pace.py 1024 2048 4096")
-    facts, rows = pace(lab, lab7, Ks)
+    needs_gpu(None, lab, command="tools/wave_pace.py")
+    facts, rows = pace(lab, lab7, Ks, builds)
     rows.sort(key=lambda r: (r["waves"], r["run"].startswith("cuBLAS"), r["run"]))
     print(report.table(rows, [("run", "run", None), ("waves", "waves", "d"), ("M", "M", "d"), ("N", "N", "d"),
                               ("fixed_us", "fixed us", ".1f"), ("ms_per_wave_per_4096_k", "ms / wave / 4096 k", ".4f"),
