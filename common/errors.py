@@ -2,6 +2,7 @@
 
     raise CourseError("no CUDA GPU found", hint="run on a machine with an NVIDIA GPU")
     with user_errors(): main()     # prints 'error: ...' and 'hint: ...', exits 2
+    cuda_error_hint(e)             -> what to do about a CUDA driver error (pycuda's), by its message
 """
 import contextlib
 import sys
@@ -17,13 +18,44 @@ class CourseError(Exception):
         return self.message if not self.hint else f"{self.message}\n  what to do: {self.hint}"
 
 
+# A CUDA driver error's message -> what to do. The first match wins.
+_CUDA_HINTS = (
+    ("invalid argument", "a launch asked for more than this kernel allows: threads per block, registers or "
+                         "shared memory (`make` prints each kernel's); a build with parameters of your own may "
+                         "need a smaller tile or fewer STAGES"),
+    ("out of memory", "use a smaller size, or free the GPU (nvidia-smi lists what holds its memory)"),
+    ("illegal", "the kernel faulted: `make sanitize KERNELS=<name>` finds the access; after a fault every later "
+                "CUDA call fails too, so start the run again"),
+    ("launch failed", "the kernel faulted: `make sanitize KERNELS=<name>` finds the access; after a fault every "
+                      "later CUDA call fails too, so start the run again"),
+)
+
+
+def cuda_error_hint(e):
+    """What to do about a CUDA driver error, from its message."""
+    text = str(e).lower()
+    for key, hint in _CUDA_HINTS:
+        if key in text:
+            return hint
+    return "`make sanitize` checks every kernel's memory accesses; the error's words are CUDA's own"
+
+
+def _is_cuda_error(e):
+    return type(e).__module__.split(".")[0] == "pycuda"
+
+
 @contextlib.contextmanager
 def user_errors():
-    """Turn a CourseError (and Ctrl-C) into a short message and exit status 2."""
+    """Turn a CourseError, a CUDA driver error (and Ctrl-C) into a short message and exit status 2."""
     try:
         yield
     except CourseError as e:
         print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except Exception as e:
+        if not _is_cuda_error(e):
+            raise
+        print(f"error: a CUDA call failed: {e}\n  what to do: {cuda_error_hint(e)}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
