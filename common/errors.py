@@ -18,24 +18,22 @@ class CourseError(Exception):
         return self.message if not self.hint else f"{self.message}\n  what to do: {self.hint}"
 
 
-# A CUDA driver error's message -> what to do. The first match wins.
+# Words of a CUDA driver error's message -> what to do. The first match wins.
 _CUDA_HINTS = (
-    ("invalid argument", "a launch asked for more than this kernel allows: threads per block, registers or "
+    (("invalid argument",), "a launch asked for more than this kernel allows: threads per block, registers or "
                          "shared memory (`make` prints each kernel's); a build with parameters of your own may "
                          "need a smaller tile or fewer STAGES"),
-    ("out of memory", "use a smaller size, or free the GPU (nvidia-smi lists what holds its memory)"),
-    ("illegal", "the kernel faulted: `make sanitize KERNELS=<name>` finds the access; after a fault every later "
-                "CUDA call fails too, so start the run again"),
-    ("launch failed", "the kernel faulted: `make sanitize KERNELS=<name>` finds the access; after a fault every "
-                      "later CUDA call fails too, so start the run again"),
+    (("out of memory",), "use a smaller size, or free the GPU (nvidia-smi lists what holds its memory)"),
+    (("illegal", "launch failed"), "the kernel faulted: `make sanitize KERNELS=<name>` finds the access; after a "
+                                   "fault every later CUDA call fails too, so start the run again"),
 )
 
 
 def cuda_error_hint(e):
     """What to do about a CUDA driver error, from its message."""
     text = str(e).lower()
-    for key, hint in _CUDA_HINTS:
-        if key in text:
+    for keys, hint in _CUDA_HINTS:
+        if any(key in text for key in keys):
             return hint
     return "`make sanitize` checks every kernel's memory accesses; the error's words are CUDA's own"
 

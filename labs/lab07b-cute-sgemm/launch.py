@@ -13,9 +13,9 @@ whole waves run whole and the last, partial wave's tiles are shared by all worke
 less than half a wave and there is a whole wave before it, one whole wave joins the tail, so that no
 worker's share is a sliver of a tile (many partials to add for one tile) but each is 0.5-1.5 tiles.
 
-Two launches (c6's SPLIT_LAUNCH = 1; 0 is one launch, 2 the default, below). When the shape divides the tile (BM | M, BN | N,
-BK | K) and there are whole tiles, they run first as cute_sgemm_c6_tiles on a grid of dp_tiles blocks:
-c5's loop with no edge path, in a kernel of its own. Then the workers run as c6's vec entry on a grid
+Two launches (c6's SPLIT_LAUNCH = 1; 0 is one launch, 2 the default, below). When the shape divides
+the tile (BM | M, BN | N, BK | K) and there are whole tiles, they run first as cute_sgemm_c6_tiles on
+a grid of dp_tiles blocks: c5's loop with no edge path, in a kernel of its own. Then the workers run as c6's vec entry on a grid
 of `workers` blocks with first_block = dp_tiles. One stream: the second launch starts when the first
 has finished, and its blocks fill the GPU at once (there are as many as fit).
 SPLIT_LAUNCH = 2: the same, with the workers in an entry point of their own, cute_sgemm_c6_workers
