@@ -11,7 +11,8 @@ BUILDS is a ';'-separated list of builds, each a ','-separated list of the kerne
 kernel's precision, the kernel and each build interleaved (common/timing.py: L2 flushed, median), and
 checks every result against the float64 reference after its timing: a build that computes wrongly is
 reported, not timed past. A change worth less than cuBLAS's own spread between runs shows only over
-several rounds, so the table gives each build's range of % of cuBLAS across rounds.
+several rounds, so the table gives each build's median and range of % of cuBLAS across rounds, and the
+rounds in which it was ahead.
 
 This is how an idea is tried before it becomes a kernel's default: its results file names the commit,
 and the builds can be timed again from it. Writes results/<lab>-<kernel>-compare_<gpu>_<date>_<commit>.json
@@ -61,16 +62,19 @@ def parse_shapes(text):
 
 
 def summary(rows, names):
-    """Per build: the median TFLOP/s of its rounds, and the lowest and highest % of cuBLAS."""
+    """Per build: the median TFLOP/s of its rounds; the median, lowest and highest % of cuBLAS; and in how
+    many rounds it was faster than cuBLAS (each round's ratio is to cuBLAS timed in that round)."""
     out = []
     for name in names:
         mine = [r for r in rows if r["kernel"] == name]
         for size in list(dict.fromkeys(r["size"] for r in mine)):
             at = [r for r in mine if r["size"] == size]
             tf = sorted(r["tflops"] for r in at)
-            pct = [r["pct_of_cublas"] for r in at]
-            out.append({"build": name, "size": size, "rounds": len(at), "tflops": tf[len(tf) // 2],
-                        "pct_min": min(pct), "pct_max": max(pct),
+            pct = sorted(r["pct_of_cublas"] for r in at)
+            mid = len(pct) // 2
+            out.append({"build": name, "size": size, "rounds": len(at), "tflops": tf[mid],
+                        "pct_median": pct[mid] if len(pct) % 2 else (pct[mid - 1] + pct[mid]) / 2,
+                        "pct_min": pct[0], "pct_max": pct[-1], "rounds_ahead": sum(p > 100.0 for p in pct),
                         "check": "PASS" if all(r["check_ok"] for r in at) else "FAIL"})
     return out
 
@@ -122,8 +126,9 @@ def compare(lab, args):
     names = [BASELINE] + [k.name for k in builds]
     table = summary(rows, names)
     print(report.table(table, [("build", "build", None), ("size", "size", None), ("rounds", "rounds", None),
-                               ("tflops", "TFLOP/s", ".1f"), ("pct_min", "% cuBLAS min", ".1f"),
-                               ("pct_max", "% cuBLAS max", ".1f"), ("check", "check", None)],
+                               ("tflops", "TFLOP/s", ".1f"), ("pct_median", "% cuBLAS median", ".1f"),
+                               ("pct_min", "min", ".1f"), ("pct_max", "max", ".1f"),
+                               ("rounds_ahead", "rounds ahead", "d"), ("check", "check", None)],
                        title=f"{base.name} and its builds on {facts['name']}, interleaved with cuBLAS, {rounds} rounds"))
     info = report.run_info(lab.dir)
     stem = (f"{lab.short}-{base.name}-compare_{_slug(facts['name'])}_"

@@ -38,6 +38,12 @@ def test_a_parameter_the_kernel_does_not_have_is_named_with_the_ones_it_has():
     assert "GROUP" in e.value.hint
 
 
+def test_the_median_of_an_even_count_of_rounds_is_the_mean_of_the_middle_two():
+    rows = [{"kernel": "c6", "size": 4096, "tflops": 50.0, "pct_of_cublas": p, "check_ok": True}
+            for p in (99.0, 100.0, 101.0, 104.0)]
+    assert compare.summary(rows, ["c6"])[0]["pct_median"] == 100.5
+
+
 def test_the_summary_gives_each_builds_median_and_range_over_rounds():
     rows = [{"kernel": k, "size": 4096, "tflops": t, "pct_of_cublas": p, "check_ok": ok}
             for k, t, p, ok in [("cuBLAS", 50.0, 100.0, True), ("cuBLAS", 51.0, 100.0, True),
@@ -46,6 +52,8 @@ def test_the_summary_gives_each_builds_median_and_range_over_rounds():
     table = {r["build"]: r for r in compare.summary(rows, ["cuBLAS", "c6"])}
     assert table["c6"]["rounds"] == 3 and table["c6"]["tflops"] == 50.6
     assert (table["c6"]["pct_min"], table["c6"]["pct_max"]) == (99.4, 100.4)
+    assert table["c6"]["pct_median"] == 100.1 and table["c6"]["rounds_ahead"] == 2
+    assert table["cuBLAS"]["rounds_ahead"] == 0          # level with itself is not ahead
     assert table["c6"]["check"] == "FAIL" and table["cuBLAS"]["check"] == "PASS"
 
 
