@@ -65,6 +65,12 @@
 #ifndef A_MMAJOR
 #define A_MMAJOR 0  // 0: sA k-major (the worklog's); 1: sA m-major, transposed by 4-byte copies (lab 7's v8)
 #endif
+#ifndef A_THR
+#define A_THR 0
+#endif
+#ifndef A_PACKED
+#define A_PACKED 0
+#endif
 #ifndef FMA_ORDER
 #define FMA_ORDER 0 // order of a k-block's FFMA: 0 cute::gemm's, 1 n outer (v8), 2 m outer (v7); tuning only
 #endif
@@ -120,7 +126,11 @@ using SmemLayoutAK = decltype(composition(SwizzleA{},
     make_layout(make_shape(TileM{}, TileK{}, Stages{}), make_stride(TileK{}, _1{}, Int<BM * BK>{}))));
 using SmemLayoutAM = decltype(composition(Swizzle<3, 2, log2i(BM) - 2>{},
     make_layout(make_shape(TileM{}, TileK{}, Stages{}), make_stride(_1{}, TileM{}, Int<BM * BK>{}))));
-using SmemLayoutA = cute::conditional_t<A_MMAJOR == 1, SmemLayoutAM, SmemLayoutAK>;
+#ifndef A_PACKED_SWIZZLE
+#define A_PACKED_SWIZZLE 1
+#endif
+using SmemLayoutAP = decltype(make_layout(make_shape(TileM{}, TileK{}, Stages{}), make_stride(_1{}, TileM{}, Int<BM * BK>{})));
+using SmemLayoutA = cute::conditional_t<A_PACKED == 1 && A_PACKED_SWIZZLE == 0, SmemLayoutAP, cute::conditional_t<A_MMAJOR == 1, SmemLayoutAM, SmemLayoutAK>>;
 using SmemLayoutB = decltype(make_layout(make_shape(TileN{}, TileK{}, Stages{}),
                                          make_stride(_1{}, TileN{}, Int<BN * BK>{})));
 static_assert(SMEM_BYTES == (cosize_v<SmemLayoutA> + cosize_v<SmemLayoutB>) * sizeof(float),
@@ -144,7 +154,14 @@ struct Copies<true> {
     using A128 = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
         make_layout(make_shape(Int<THREADS / (BK / 4)>{}, Int<BK / 4>{}), LayoutRight{}),
         make_layout(make_shape(_1{}, _4{}))));
-    using A = cute::conditional_t<A_MMAJOR == 1, CopyA32, A128>;
+    using A128M = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
+#if A_THR
+        make_layout(make_shape(Int<BM / 4>{}, Int<THREADS / (BM / 4)>{}), LayoutRight{}),
+#else
+        make_layout(make_shape(Int<BM / 4>{}, Int<THREADS / (BM / 4)>{})),
+#endif
+        make_layout(make_shape(_4{}, _1{}))));
+    using A = cute::conditional_t<A_PACKED == 1, A128M, cute::conditional_t<A_MMAJOR == 1, CopyA32, A128>>;
     // B: (BN/4, THREADS / (BN/4)) threads, n fastest, x (4, 1) values: a warp reads 512 bytes of a B row.
     using B = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
         make_layout(make_shape(Int<BN / 4>{}, Int<THREADS / (BN / 4)>{})),
@@ -180,7 +197,10 @@ template <bool VEC, bool EVEN = false, class Finish>
 __device__ __forceinline__ void tile_range(int M, int N, int K, const float* A, const float* B, float* C,
                                            int bm, int bn, int kt0, int kt1, Finish&& finish)
 {
-    Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, _1{}));   // (M, K)
+    auto mA = [&] {
+        if constexpr (A_PACKED == 1) return make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(_1{}, M));
+        else return make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, _1{}));
+    }();
     Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(_1{}, N));   // (N, K)
     Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(N, _1{}));   // (M, N)
     auto tiler = make_shape(TileM{}, TileN{}, TileK{});
