@@ -6,6 +6,8 @@ workspace of partial tiles they hand each other (c6_stream_k.cu's header says wh
     schedule(tiles, k_tiles, workers)  -> (dp_tiles, workers): the rule below, on its own (tests)
     splits(k, M, N, K, dp_tiles)       -> whether the whole tiles get a launch of their own (tests)
     release()                   free the cached workspaces
+    PackA()                     c7's launch_hook: A transposed into a workspace (c7's pack entry), then
+                                StreamK on it
 
 The rule. workers = the blocks that fit on the GPU at once (SMs x resident blocks per SM: 264 for c6 on
 the H200). With tiles % workers == 0 every wave is full: all tiles run whole (no workers). Otherwise the
@@ -33,6 +35,7 @@ from common.workspaces import Workspaces
 
 _workspaces = Workspaces()   # (workers, tile floats) -> partials, then the flags (common/workspaces.py)
 _plans = {}        # (entry function, M, N, K) -> _Plan
+_packed = Workspaces(keep=2)   # (M, K) -> c7's packed A, K x M floats (256 MB at 8192^2: two kept at most)
 
 
 def schedule(tiles, k_tiles, workers):
@@ -49,6 +52,7 @@ def schedule(tiles, k_tiles, workers):
 
 def release():
     _workspaces.release()
+    _packed.release()
     _plans.clear()
 
 
@@ -71,18 +75,28 @@ def resident_blocks(func, k):
 def splits(k, M, N, K, dp_tiles):
     """Do the whole tiles run as a launch of their own? SPLIT_LAUNCH on, whole tiles to run, and a shape
     that divides the tile (the tiles entry has no edge path)."""
+    return bool(k.tiling.value("SPLIT_LAUNCH")) and dp_tiles > 0 and divides(k, M, N, K)
+
+
+def divides(k, M, N, K):
+    """Does the shape divide the tile (BM | M, BN | N, BK | K): may the tiles and workers entries run it?"""
     bm, bn = k.tile
-    return (bool(k.tiling.value("SPLIT_LAUNCH")) and dp_tiles > 0
-            and M % bm == 0 and N % bn == 0 and K % k.tiling.value("BK") == 0)
+    return M % bm == 0 and N % bn == 0 and K % k.tiling.value("BK") == 0
 
 
 class _Plan:
-    def __init__(self, k, func, M, N, K):
+    def __init__(self, k, func, M, N, K, workers_entry_always=False):
         from common.kernels import sibling
         bm, bn = k.tile
         tiles = math.ceil(M / bm) * math.ceil(N / bn)
         k_tiles = math.ceil(K / k.tiling.value("BK"))
-        resident = resident_blocks(func, k)
+        # workers_entry_always (c7): where the shape divides the tile, the workers entry runs the shared tiles
+        # even with no whole tiles before them, and the shares are made for its occupancy, not func's
+        always = (workers_entry_always and "vec" in k.entries and "workers" in k.helpers and divides(k, M, N, K)
+                  and k.tiling.value("SPLIT_LAUNCH") == 2
+                  and sibling(func, k.entries["vec"], k.shared_bytes, k.signature) is func)
+        occupant = sibling(func, k.helpers["workers"], k.shared_bytes, "iiifPPfPiiP") if always else func
+        resident = resident_blocks(occupant, k)
         self.dp_tiles, self.workers = schedule(tiles, k_tiles, resident)
         self.func = func                           # the entry point this plan was made for
         self.block, self.shared = (k.threads, 1, 1), k.shared_bytes
@@ -97,6 +111,8 @@ class _Plan:
                 self.tiles = sibling(func, k.helpers["tiles"], k.shared_bytes, "iiifPPfP")
                 if k.tiling.value("SPLIT_LAUNCH") == 2 and self.workers > 0:
                     self.workers_entry = sibling(func, k.helpers["workers"], k.shared_bytes, "iiifPPfPiiP")
+        elif always and self.workers > 0:        # no whole tiles: the workers entry alone
+            self.workers_entry = occupant
         first = self.dp_tiles if self.tiles is not None else 0
         self.grid = (self.dp_tiles + self.workers - first, 1, 1)
         self.tail = (np.int32(self.dp_tiles), np.int32(self.workers), np.int32(first))
@@ -120,15 +136,34 @@ class _Plan:
 
 @dataclass(frozen=True)
 class StreamK:
-    """c6's launch: grid dp_tiles + workers, the workspace appended to c5's arguments."""
+    """c6's launch: grid dp_tiles + workers, the workspace appended to c5's arguments.
+    workers_entry_always: c7's (_Plan says what it changes)."""
+    workers_entry_always: bool = False
 
     def __call__(self, k, func, M, N, K, a, b, c, alpha, beta, stream):
         key = (id(func), M, N, K)
         p = _plans.get(key)
         if p is None:
-            p = _plans[key] = _Plan(k, func, M, N, K)
+            p = _plans[key] = _Plan(k, func, M, N, K, self.workers_entry_always)
         if p.tiles is not None:
             p.run_tiles(a, b, c, alpha, beta, stream)
             if p.workers == 0:
                 return
         p.run_rest(a, b, c, alpha, beta, stream)
+
+
+PACK_TILE = 32                 # c7_packed_a.cu's PACK_TILE: its pack runs PACK_TILE x 8 threads a block
+
+
+@dataclass(frozen=True)
+class PackA:
+    """c7's launch: the pack entry writes A transposed (K x M) into a workspace, then c6's launch
+    (StreamK) runs c7's entry points on it. Both on the same stream: the product starts after the pack."""
+
+    def __call__(self, k, func, M, N, K, a, b, c, alpha, beta, stream):
+        from common.kernels import sibling
+        pack = sibling(func, k.helpers["pack"], 0, "PPii")
+        at = _packed.get((M, K), M * K)
+        grid = (math.ceil(K / PACK_TILE), math.ceil(M / PACK_TILE), 1)
+        pack.prepared_async_call(grid, (PACK_TILE, 8, 1), stream, a, at, np.int32(M), np.int32(K))
+        StreamK(workers_entry_always=True)(k, func, M, N, K, at, b, c, alpha, beta, stream)

@@ -22,7 +22,7 @@ from pathlib import Path
 from common.tiling import Tiling
 
 C5 = Path(__file__).resolve().parent / "kernels" / "c5_wide_epilogue.cu"
-PARAMS = ("BM", "BN", "BK", "STAGES", "THR_M", "THR_N", "GROUP", "MIN_BLOCKS", "A_MMAJOR", "FMA_ORDER")
+PARAMS = ("BM", "BN", "BK", "STAGES", "THR_M", "THR_N", "GROUP", "MIN_BLOCKS", "A_MMAJOR", "A_PACKED", "FMA_ORDER")
 SMEM_LIMIT = 227 * 1024          # the sm_90 opt-in maximum per block, as c5's last static_assert
 
 
@@ -74,6 +74,8 @@ def reason_illegal(params):
         (p["A_MMAJOR"] in (0, 1), "c5: A_MMAJOR is 0 (k-major sA) or 1 (m-major sA)"),
         (p["A_MMAJOR"] == 0 or (BM % 32 == 0 and BM % (4 * p["THR_M"]) == 0),
          "c5: A_MMAJOR = 1 needs BM % 32 == 0 and BM % (4 * THR_M) == 0 (whole swizzled chunks, m in groups of 4)"),
+        (p["A_PACKED"] == 0 or (p["A_PACKED"] == 1 and p["A_MMAJOR"] == 1 and ok_div(T, BK) and ok_div(BM, 4 * (T // BK))),
+         "c5: A_PACKED = 1 needs A_MMAJOR = 1, THREADS % BK == 0 and BM % (4 * THREADS / BK) == 0 (a k per thread)"),
         (0 <= p["FMA_ORDER"] <= 2, "c5: FMA_ORDER is 0 (cute::gemm), 1 (n outer) or 2 (m outer)"),
         (d["SMEM_BYTES"] <= SMEM_LIMIT, "c5: STAGES x (BM + BN) x BK floats exceed 227 KB, the most a block may use "
                                         "(sm_86/89/120 give 99 KB; the launcher checks the device)"),

@@ -30,6 +30,11 @@
 //               cp.async (a 16-byte copy cannot transpose) and read as LDS.128 along m after the MMA
 //               permutes M as it permutes N: lab 7's v8 layout, fewer live A registers per thread
 //   FMA_ORDER   the order of a k-block's FFMA (cute_sgemm::outer_product)
+// and one that changes what the kernel is given (c7_packed_a.cu sets it; its header says why):
+//   A_PACKED    1: A arrives transposed, K x M with m contiguous (c7 packs it so before the product), and
+//               travels like B: 16-byte cp.async along m into sA (BM, BK, STAGES) : (1, BM, BM BK), the
+//               layout of sB, no swizzle (a warp writes 4 k-rows of 128 bytes, reads 2 addresses of one);
+//               the scalar entry copies 4 bytes, m fastest. Needs A_MMAJOR = 1 (the MMA's permuted M).
 //
 // SASS to look for: in the main loop FFMA, LDS.128 (2 for A and 2 for B per k; 8 scalar LDS per tile are
 // the next tile's first k-block of A, loaded after the barrier, which cannot merge), LDGSTS.E.BYPASS
@@ -65,11 +70,8 @@
 #ifndef A_MMAJOR
 #define A_MMAJOR 0  // 0: sA k-major (the worklog's); 1: sA m-major, transposed by 4-byte copies (lab 7's v8)
 #endif
-#ifndef A_THR
-#define A_THR 0
-#endif
 #ifndef A_PACKED
-#define A_PACKED 0
+#define A_PACKED 0  // 1: A is given as K x M, m contiguous (c7): 16-byte copies of A along m
 #endif
 #ifndef FMA_ORDER
 #define FMA_ORDER 0 // order of a k-block's FFMA: 0 cute::gemm's, 1 n outer (v8), 2 m outer (v7); tuning only
@@ -102,6 +104,8 @@ static_assert(MIN_BLOCKS >= 1 && MIN_BLOCKS * THREADS <= 2048, "c5: MIN_BLOCKS r
 static_assert(A_MMAJOR == 0 || A_MMAJOR == 1, "c5: A_MMAJOR is 0 (k-major sA) or 1 (m-major sA)");
 static_assert(A_MMAJOR == 0 || (BM % 32 == 0 && BM % (4 * THR_M) == 0),
               "c5: A_MMAJOR = 1 needs BM % 32 == 0 and BM % (4 * THR_M) == 0 (whole swizzled chunks, m in groups of 4)");
+static_assert(A_PACKED == 0 || (A_PACKED == 1 && A_MMAJOR == 1 && THREADS % BK == 0 && BM % (4 * (THREADS / BK)) == 0),
+              "c5: A_PACKED = 1 needs A_MMAJOR = 1, THREADS % BK == 0 and BM % (4 * THREADS / BK) == 0 (a k per thread)");
 static_assert(FMA_ORDER >= 0 && FMA_ORDER <= 2, "c5: FMA_ORDER is 0 (cute::gemm), 1 (n outer) or 2 (m outer)");
 static_assert(SMEM_BYTES <= 227 * 1024, "c5: STAGES x (BM + BN) x BK floats exceed 227 KB, the most a block may use "
                                         "(sm_86/89/120 give 99 KB; the launcher checks the device)");
@@ -126,11 +130,10 @@ using SmemLayoutAK = decltype(composition(SwizzleA{},
     make_layout(make_shape(TileM{}, TileK{}, Stages{}), make_stride(TileK{}, _1{}, Int<BM * BK>{}))));
 using SmemLayoutAM = decltype(composition(Swizzle<3, 2, log2i(BM) - 2>{},
     make_layout(make_shape(TileM{}, TileK{}, Stages{}), make_stride(_1{}, TileM{}, Int<BM * BK>{}))));
-#ifndef A_PACKED_SWIZZLE
-#define A_PACKED_SWIZZLE 1
-#endif
-using SmemLayoutAP = decltype(make_layout(make_shape(TileM{}, TileK{}, Stages{}), make_stride(_1{}, TileM{}, Int<BM * BK>{})));
-using SmemLayoutA = cute::conditional_t<A_PACKED == 1 && A_PACKED_SWIZZLE == 0, SmemLayoutAP, cute::conditional_t<A_MMAJOR == 1, SmemLayoutAM, SmemLayoutAK>>;
+using SmemLayoutAP = decltype(make_layout(make_shape(TileM{}, TileK{}, Stages{}),     // A_PACKED = 1: sB's layout
+                                          make_stride(_1{}, TileM{}, Int<BM * BK>{})));
+using SmemLayoutA = cute::conditional_t<A_PACKED == 1, SmemLayoutAP,
+                                        cute::conditional_t<A_MMAJOR == 1, SmemLayoutAM, SmemLayoutAK>>;
 using SmemLayoutB = decltype(make_layout(make_shape(TileN{}, TileK{}, Stages{}),
                                          make_stride(_1{}, TileN{}, Int<BN * BK>{})));
 static_assert(SMEM_BYTES == (cosize_v<SmemLayoutA> + cosize_v<SmemLayoutB>) * sizeof(float),
@@ -143,6 +146,14 @@ static_assert(SMEM_BYTES == (cosize_v<SmemLayoutA> + cosize_v<SmemLayoutB>) * si
 template <bool VEC>
 struct Copies;
 
+// A_PACKED = 1, A given as K x M: each thread copies at one k only, so that its copies of a tile lie at
+// constant distances along m from one address (a thread layout with threads along k to the tile's BK
+// leaves one runtime address per thread; along m and k both, ptxas kept an address per copy and
+// spilled). This one, the scalar entry's: (THREADS / BK, BK) threads, m fastest, 4 bytes each.
+using CopyA32M = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
+    make_layout(make_shape(Int<THREADS / BK>{}, Int<BK>{})),
+    make_layout(make_shape(_1{}, _1{}))));
+
 // A by 4-byte copies, k fastest: the scalar entry's copy, and both entries' when A_MMAJOR = 1.
 using CopyA32 = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
     make_layout(make_shape(Int<THREADS / BK>{}, Int<BK>{}), LayoutRight{}),
@@ -154,12 +165,10 @@ struct Copies<true> {
     using A128 = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
         make_layout(make_shape(Int<THREADS / (BK / 4)>{}, Int<BK / 4>{}), LayoutRight{}),
         make_layout(make_shape(_1{}, _4{}))));
+    // A_PACKED = 1: (THREADS / BK, BK) threads, m fastest, x (4, 1) values: a thread's copies of a tile
+    // are along m at one k (CopyA32M says why); a warp reads 4 k-rows of 128 contiguous bytes.
     using A128M = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
-#if A_THR
-        make_layout(make_shape(Int<BM / 4>{}, Int<THREADS / (BM / 4)>{}), LayoutRight{}),
-#else
-        make_layout(make_shape(Int<BM / 4>{}, Int<THREADS / (BM / 4)>{})),
-#endif
+        make_layout(make_shape(Int<THREADS / BK>{}, Int<BK>{})),
         make_layout(make_shape(_4{}, _1{}))));
     using A = cute::conditional_t<A_PACKED == 1, A128M, cute::conditional_t<A_MMAJOR == 1, CopyA32, A128>>;
     // B: (BN/4, THREADS / (BN/4)) threads, n fastest, x (4, 1) values: a warp reads 512 bytes of a B row.
@@ -170,7 +179,7 @@ struct Copies<true> {
 
 template <>
 struct Copies<false> {
-    using A = CopyA32;
+    using A = cute::conditional_t<A_PACKED == 1, CopyA32M, CopyA32>;
     using B = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
         make_layout(make_shape(Int<B_COLS>{}, Int<THREADS / B_COLS>{})),
         make_layout(make_shape(_1{}, _1{}))));
@@ -185,6 +194,13 @@ using TiledMma = decltype(make_tiled_mma(UniversalFMA<float, float, float>{},
     Layout<Shape<Int<THR_M>, Int<THR_N>, _1>, Stride<Int<THR_N>, _1, _0>>{},
     Tile<cute::conditional_t<A_MMAJOR == 1, PermM, TileM>, PermN, TileK>{}));
 
+// A as an (M, K) tensor: row-major, k contiguous; with A_PACKED = 1 (c7) given as K x M, m contiguous.
+__device__ __forceinline__ auto a_tensor(const float* A, int M, int K)
+{
+    if constexpr (A_PACKED == 1) return make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(_1{}, M));
+    else                         return make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, _1{}));
+}
+
 // The product of block tile (bm, bn) over the k-tiles [kt0, kt1) of K (c5 itself: all of them), then
 // finish(acc, gC, thr_mma, m_left, n_left, inside): the accumulators, the tile of C, the MMA's thread
 // slice, the rows and columns of C left from the tile's corner, and whether the tile lies wholly inside.
@@ -197,10 +213,7 @@ template <bool VEC, bool EVEN = false, class Finish>
 __device__ __forceinline__ void tile_range(int M, int N, int K, const float* A, const float* B, float* C,
                                            int bm, int bn, int kt0, int kt1, Finish&& finish)
 {
-    auto mA = [&] {
-        if constexpr (A_PACKED == 1) return make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(_1{}, M));
-        else return make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, _1{}));
-    }();
+    Tensor mA = a_tensor(A, M, K);                                                       // (M, K)
     Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(_1{}, N));   // (N, K)
     Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(N, _1{}));   // (M, N)
     auto tiler = make_shape(TileM{}, TileN{}, TileK{});

@@ -230,8 +230,22 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     }
 }
 
+// The whole tiles of a shape that divides the tile (BM | M, BN | N, BK | K), block b the raster order's
+// tile b: c5's product with no edge path (EVEN) and its wide epilogue.
+__device__ __forceinline__ void whole_tiles(int M, int N, int K, float alpha, const float* A, const float* B,
+                                            float beta, float* C)
+{
+    int bm, bn;
+    cute_sgemm::raster_of(blockIdx.x, N / BN, M / BM, GROUP, bm, bn);
+    c5::tile_range<true, true>(M, N, K, A, B, C, bm, bn, 0, K / BK,
+        [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
+            c5::store_tile<true>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
+        });
+}
+
 }  // namespace c6
 
+#ifndef C6_BODY_ONLY   // c7_packed_a.cu includes this file for its bodies, with its own entry points
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_vec(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
                   int dp_tiles, int workers, int first_block, float* workspace)
@@ -246,18 +260,12 @@ cute_sgemm_c6_scalar(int M, int N, int K, float alpha, const float* A, const flo
     c6::body<false>(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, first_block, workspace);
 }
 
-// The whole tiles of a shape that divides the tile (BM | M, BN | N, BK | K), block b the raster order's
-// tile b: c5's product with no edge path (EVEN) and its wide epilogue.
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 cute_sgemm_c6_tiles(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)
 {
-    int bm, bn;
-    cute_sgemm::raster_of(blockIdx.x, N / BN, M / BM, GROUP, bm, bn);
-    c5::tile_range<true, true>(M, N, K, A, B, C, bm, bn, 0, K / BK,
-        [&](auto const& acc, auto& gC, auto const& thr, int m_left, int n_left, bool inside) {
-            c5::store_tile<true>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
-        });
+    c6::whole_tiles(M, N, K, alpha, A, B, beta, C);
 }
+#endif
 
 // ---- SPLIT_LAUNCH = 2: the workers of a shape that divides the tile, in an entry point of their own ----
 namespace c6 {
@@ -287,7 +295,6 @@ __device__ __forceinline__ bool segment(int w, int j, int iters, int workers, in
 // A value ptxas must read again where the source reads it (volatile), instead of keeping it in a register.
 __device__ __forceinline__ int reread(int const* p) { return *reinterpret_cast<volatile int const*>(p); }
 __device__ __forceinline__ int block_index() { int x; asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(x)); return x; }
-}  // namespace c6
 
 // Worker w = blockIdx.x of `workers`, after the whole tiles (dp_tiles of them) have run in
 // cute_sgemm_c6_tiles; BM | M, BN | N and BK | K. The same shares, segments and hand-over as body(),
@@ -302,11 +309,9 @@ __device__ __forceinline__ int block_index() { int x; asm volatile("mov.u32 %0, 
 //   accumulators in aligned register quads.
 // What it bought on the H200 (tools/stream_k_phases.py): the workers' launch at 4096^3 in 0.631 ms
 // against 0.636 with c6's vec entry (1.045 and 1.054 of the whole tiles' pace).
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-cute_sgemm_c6_workers(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
-                      int dp_tiles, int workers, float* workspace)
+__device__ __forceinline__ void workers_only(int M, int N, int K, float alpha, const float* A, const float* B,
+                                             float beta, float* C, int dp_tiles, int workers, float* workspace)
 {
-    using namespace c6;
     __shared__ int segment_of[THREADS];        // j, per thread: no thread writes another's
     const int gx = N / BN, gy = M / BM, k_tiles = K / BK;
     const int iters = (gx * gy - dp_tiles) * k_tiles;
@@ -333,6 +338,17 @@ cute_sgemm_c6_workers(int M, int N, int K, float alpha, const float* A, const fl
                 add_earlier_partials(acc, parts, flags, w, t * (K / BK), shared_iters, workers);
                 c5::store_tile<true>(acc, gC, thr, m_left, n_left, inside, alpha, beta);
             });
-        segment_of[threadIdx.x] = j + 1;
+        // j + 1, with j read again: in c7 (A_PACKED) ptxas kept j through the product and spilled it
+        segment_of[threadIdx.x] = (A_PACKED == 1 ? reread(segment_of + threadIdx.x) : j) + 1;
     }
 }
+}  // namespace c6
+
+#ifndef C6_BODY_ONLY
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+cute_sgemm_c6_workers(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
+                      int dp_tiles, int workers, float* workspace)
+{
+    c6::workers_only(M, N, K, alpha, A, B, beta, C, dp_tiles, workers, workspace);
+}
+#endif

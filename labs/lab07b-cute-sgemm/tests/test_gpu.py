@@ -55,12 +55,13 @@ def test_tuning_configurations_of_c5_are_correct(params):
 @needs_gpu
 @pytest.mark.parametrize("shape,beta", [((4096, 2048, 200), 0.0), ((4097, 2050, 99), 0.5), ((2176, 2176, 512), 0.0),
                                         ((3000, 3100, 333), -1.0), ((2560, 2560, 64), 0.5), ((4096, 4096, 256), 0.0)], ids=lambda x: "x".join(map(str, x)) if isinstance(x, tuple) else str(x))
-def test_c6_whole_tiles_and_a_shared_tail_on_large_shapes(shape, beta):
+@pytest.mark.parametrize("name", ["c6", "c7"])
+def test_c6_whole_tiles_and_a_shared_tail_on_large_shapes(shape, beta, name):
     """Shapes with more tiles than resident blocks: whole tiles, then the stream-K tail (the small
-    shapes above run all of their tiles shared)."""
+    shapes above run all of their tiles shared). c7 is c6 on A packed."""
     for variant in ("vec", "scalar"):
-        if LAB.kernel("c6").serves(variant, *shape):
-            verdict = LAB.check("c6", *shape, variant=variant, alpha=1.25, beta=beta)
+        if LAB.kernel(name).serves(variant, *shape):
+            verdict = LAB.check(name, *shape, variant=variant, alpha=1.25, beta=beta)
             assert verdict.ok, str(verdict)
 
 
@@ -101,12 +102,32 @@ def test_c6_is_bitwise_repeatable_in_each_launch_form(split):
 
 @needs_gpu
 @pytest.mark.parametrize("shape", [(4096, 2048, 200), (257, 259, 515), (1000, 3, 520)], ids=lambda s: "x".join(map(str, s)))
-def test_c6_is_bitwise_repeatable(shape):
+@pytest.mark.parametrize("name", ["c6", "c7"])
+def test_c6_is_bitwise_repeatable(shape, name):
     """Each partial tile is added by its owner in worker order: the same bits on every run (the flags
     each launch leaves zero make the second run the same as the first)."""
     import numpy as np
-    k = LAB.kernel("c6")
+    k = LAB.kernel(name)
     A, B = LAB.random_inputs(k, *shape, np.random.default_rng(7))
-    first = LAB.matmul("c6", A, B)
+    first = LAB.matmul(name, A, B)
     for _ in range(3):
-        assert np.array_equal(first, LAB.matmul("c6", A, B))
+        assert np.array_equal(first, LAB.matmul(name, A, B))
+
+
+@needs_gpu
+@pytest.mark.parametrize("shape", [(1024, 1024, 256), (4096, 4096, 256), (2560, 2560, 64)], ids=lambda s: "x".join(map(str, s)))
+def test_c7_runs_every_shape_that_divides_the_tile_in_its_tiles_and_workers_entries(shape):
+    """c7's edge entries hold one block per SM (c7_packed_a.cu says why); a shape that divides the tile
+    runs its whole tiles (if any) in the tiles entry and its shared tiles in the workers entry, whose shares
+    are made for the workers entry's two blocks per SM (launch.py, workers_entry_always)."""
+    import importlib
+    launch = importlib.import_module(f"{LAB.package}.launch")
+    launch.release()
+    verdict = LAB.check("c7", *shape, variant="vec", alpha=1.25, beta=0.5)
+    assert verdict.ok, str(verdict)
+    plans = [p for (_, *mnk), p in launch._plans.items() if tuple(mnk) == shape]
+    assert len(plans) == 1
+    p = plans[0]
+    assert (p.tiles is not None) == (p.dp_tiles > 0)
+    assert (p.workers_entry is not None) == (p.workers > 0)
+    assert (shape[0], shape[2]) in launch._packed                         # A packed, M x K
