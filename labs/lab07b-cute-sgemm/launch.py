@@ -17,8 +17,8 @@ worker's share is a sliver of a tile (many partials to add for one tile) but eac
 
 Two launches (c6's SPLIT_LAUNCH = 1; 0 is one launch, 2 the default, below). When the shape divides
 the tile (BM | M, BN | N, BK | K) and there are whole tiles, they run first as cute_sgemm_c6_tiles on
-a grid of dp_tiles blocks: c5's loop with no edge path, in a kernel of its own. Then the workers run as c6's vec entry on a grid
-of `workers` blocks with first_block = dp_tiles. One stream: the second launch starts when the first
+a grid of dp_tiles blocks: c5's loop with no edge path, in a kernel of its own. Then the workers run as
+c6's vec entry on a grid of `workers` blocks with first_block = dp_tiles. One stream: the second launch starts when the first
 has finished, and its blocks fill the GPU at once (there are as many as fit).
 SPLIT_LAUNCH = 2: the same, with the workers in an entry point of their own, cute_sgemm_c6_workers
 (no edge path either; c6_stream_k.cu says what else it changes).
@@ -36,6 +36,7 @@ from common.workspaces import Workspaces
 _workspaces = Workspaces()   # (workers, tile floats) -> partials, then the flags (common/workspaces.py)
 _plans = {}        # (entry function, M, N, K) -> _Plan
 _packed = Workspaces(keep=2)   # (M, K) -> c7's packed A, K x M floats (256 MB at 8192^2: two kept at most)
+_packs = {}        # id(entry function) -> its cubin's pack entry, prepared once
 
 
 def schedule(tiles, k_tiles, workers):
@@ -54,6 +55,7 @@ def release():
     _workspaces.release()
     _packed.release()
     _plans.clear()
+    _packs.clear()
 
 
 def resident_blocks(func, k):
@@ -152,18 +154,19 @@ class StreamK:
         p.run_rest(a, b, c, alpha, beta, stream)
 
 
-PACK_TILE = 32                 # c7_packed_a.cu's PACK_TILE: its pack runs PACK_TILE x 8 threads a block
-
-
 @dataclass(frozen=True)
 class PackA:
     """c7's launch: the pack entry writes A transposed (K x M) into a workspace, then c6's launch
-    (StreamK) runs c7's entry points on it. Both on the same stream: the product starts after the pack."""
+    (StreamK) runs c7's entry points on it. Both on the same stream: the product starts after the pack.
+    The pack's blocks are PACK_TILE x 8 threads, one per PACK_TILE x PACK_TILE tile of A (c7_packed_a.cu)."""
 
     def __call__(self, k, func, M, N, K, a, b, c, alpha, beta, stream):
         from common.kernels import sibling
-        pack = sibling(func, k.helpers["pack"], 0, "PPii")
+        pack = _packs.get(id(func))
+        if pack is None:
+            pack = _packs[id(func)] = sibling(func, k.helpers["pack"], 0, "PPii")
+        tile = int(k.tiling.value("PACK_TILE"))
         at = _packed.get((M, K), M * K)
-        grid = (math.ceil(K / PACK_TILE), math.ceil(M / PACK_TILE), 1)
-        pack.prepared_async_call(grid, (PACK_TILE, 8, 1), stream, a, at, np.int32(M), np.int32(K))
+        grid = (math.ceil(K / tile), math.ceil(M / tile), 1)
+        pack.prepared_async_call(grid, (tile, 8, 1), stream, a, at, np.int32(M), np.int32(K))
         StreamK(workers_entry_always=True)(k, func, M, N, K, at, b, c, alpha, beta, stream)

@@ -146,10 +146,11 @@ static_assert(SMEM_BYTES == (cosize_v<SmemLayoutA> + cosize_v<SmemLayoutB>) * si
 template <bool VEC>
 struct Copies;
 
-// A_PACKED = 1, A given as K x M: each thread copies at one k only, so that its copies of a tile lie at
-// constant distances along m from one address (a thread layout with threads along k to the tile's BK
-// leaves one runtime address per thread; along m and k both, ptxas kept an address per copy and
-// spilled). This one, the scalar entry's: (THREADS / BK, BK) threads, m fastest, 4 bytes each.
+// A_PACKED = 1, A given as K x M: the thread layout spans all BK rows of the tile, so each thread copies
+// at one k only, and its copies lie at constant distances along m from one runtime address. (With
+// fewer threads along k, each thread also steps along k by a multiple of M, a runtime distance: ptxas
+// kept more addresses and c7 spilled.) This one, the scalar entry's: (THREADS / BK, BK) threads, m
+// fastest, 4 bytes each.
 using CopyA32M = decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
     make_layout(make_shape(Int<THREADS / BK>{}, Int<BK>{})),
     make_layout(make_shape(_1{}, _1{}))));
