@@ -1,0 +1,244 @@
+"""README tables generated from a lab's committed records, never typed: a README marks where a
+table goes and which record it comes from, and this module writes it there or checks it.
+
+    blocks(text)                    -> [Block]: the generated blocks of a README, each with its spec
+    parse_spec(line)                -> {"kind": "ladder"|"sweep", "record": glob, ...}: one marker's spec
+    render(lab, spec)               -> markdown: the table the spec asks for, from the newest record
+    ladder_markdown(record, ladder, rows, sizes)   the ladder table of one record (no lab needed)
+    sweep_markdown(record, ladder, rows, shapes)   % of cuBLAS per kernel at some shapes of a sweep
+    stale(lab, readme=None)         -> [(spec line, what the README has, what the record gives)]
+    refresh(lab, readme=None)       rewrites the README's blocks from the records; returns how many changed
+
+A block in a README (the lines between the markers are generated; edit the marker, not the table):
+
+    <!-- generated: ladder record=lab07-bench_*.json ladder=fp32 -->
+    ...
+    <!-- end generated -->
+
+Spec words: `ladder` (a bench record: each rung, the idea it adds and its file from the lab's table,
+its % of cuBLAS at each size), or `sweep` (a shape-sweep record: % of cuBLAS per kernel at the shapes
+of one `set`, optionally only those with `n=N`); `record=` a glob in the lab's results/ (the newest by
+its recorded date is read, as the notebooks do); `ladder=`, `sizes=1024,4096`, `set=`, `n=`.
+
+    python -m common.readme_tables --lab labs/<lab> [--check]
+"""
+import argparse
+import os
+import re
+import sys
+from dataclasses import dataclass
+
+from . import records
+from .errors import CourseError
+
+BEGIN = re.compile(r"^<!-- generated: (?P<spec>.*?) -->\s*$")
+END = "<!-- end generated -->"
+TUNED = " (tuned)"                  # how bench names a tuned build (common/targets.py)
+
+
+@dataclass
+class Block:
+    spec: str           # the marker's text, e.g. "ladder record=lab07-bench_*.json ladder=fp32"
+    body: str           # the lines between the markers, as the README has them
+    start: int          # index of the first body line
+    end: int            # index of the END line
+
+
+def parse_spec(spec):
+    words = spec.split()
+    if not words or words[0] not in ("ladder", "sweep"):
+        raise CourseError(f"README marker '{spec}': the first word must be 'ladder' or 'sweep'",
+                          "write e.g. <!-- generated: ladder record=lab07-bench_*.json ladder=fp32 -->")
+    out = {"kind": words[0]}
+    for w in words[1:]:
+        if "=" not in w:
+            raise CourseError(f"README marker '{spec}': '{w}' is not key=value", "e.g. ladder=fp32")
+        k, v = w.split("=", 1)
+        out[k] = v
+    if "record" not in out:
+        raise CourseError(f"README marker '{spec}' names no record", "add record=<glob in the lab's results/>")
+    return out
+
+
+def blocks(text):
+    lines = text.split("\n")
+    found, i = [], 0
+    while i < len(lines):
+        m = BEGIN.match(lines[i])
+        if m:
+            j = i + 1
+            while j < len(lines) and lines[j].strip() != END:
+                if BEGIN.match(lines[j]):
+                    raise CourseError(f"README: the block '{m['spec']}' is not closed before the next one",
+                                      f"add a line '{END}'")
+                j += 1
+            if j == len(lines):
+                raise CourseError(f"README: the block '{m['spec']}' has no '{END}' line", f"add a line '{END}'")
+            found.append(Block(m["spec"], "\n".join(lines[i + 1:j]), i + 1, j))
+            i = j
+        i += 1
+    return found
+
+
+# --- what a table says ---------------------------------------------------------------------------
+
+def _pct(x):
+    return "–" if x is None else f"{x:.1f} %"
+
+
+def _date(record):
+    return (record.get("run", {}).get("date") or "?")[:10]
+
+
+def _gpu(record):
+    g = record.get("gpu", {})
+    return f"{g.get('name', '?')} ({g.get('arch', '?')})"
+
+
+def _pct_at(record, ladder, kernel, size):
+    r = records.result(record, ladder, kernel, size)
+    return None if r is None else r.get("pct_of_cublas")
+
+
+def ladder_markdown(record, ladder, rows, sizes):
+    """rows: [(kernel name in the record, the idea it adds, file or "", yardstick?)]. One line that
+    says what was measured where, then the table: % of cuBLAS (the record's baseline) at each size."""
+    info = (record.get("ladders") or {}).get(ladder) or {}
+    mode = info.get("baseline_mode") or "cuBLAS"
+    head = (f"Measured on an {_gpu(record)} on {_date(record)}, % of {mode}, at M = N = K "
+            f"(the newest record of `make bench` in `results/`):")
+    cols = "| rung | the idea it adds | file | " + " | ".join(f"{n}³" for n in sizes) + " |"
+    rule = "| --- | --- | --- | " + " | ".join("---:" for _ in sizes) + " |"
+    lines = [head, "", cols, rule]
+    for name, idea, path, yardstick in rows:
+        label = f"{name} (yardstick)" if yardstick else name
+        where = f"`{path}`" if path else "–"
+        lines.append(f"| {label} | {idea} | {where} | "
+                     + " | ".join(_pct(_pct_at(record, ladder, name, n)) for n in sizes) + " |")
+    return "\n".join(lines)
+
+
+def sweep_markdown(record, ladder, rows, shapes):
+    """rows: [(kernel name, idea, file)]; shapes: ["1x8192x8192", ...]. The best % of cuBLAS each
+    kernel reached at each shape (its variants and builds are rows of their own in the record)."""
+    info = (record.get("ladders") or {}).get(ladder) or {}
+    mode = info.get("baseline_mode") or "cuBLAS"
+    head = (f"Measured on an {_gpu(record)} on {_date(record)}, % of {mode} at M x N x K "
+            f"(the newest shape sweep in `results/`; – : not timed at that shape):")
+    lines = [head, "", "| kernel | what it is | file | " + " | ".join(shapes) + " |",
+             "| --- | --- | --- | " + " | ".join("---:" for _ in shapes) + " |"]
+    for name, idea, path in rows:
+        vals = []
+        for s in shapes:
+            got = [r.get("pct_of_cublas") for r in record["results"]
+                   if r["ladder"] == ladder and r["shape"] == s and r["kernel"] == name
+                   and r.get("pct_of_cublas") is not None]
+            vals.append(_pct(max(got) if got else None))
+        lines.append(f"| {name} | {idea} | {f'`{path}`' if path else '–'} | " + " | ".join(vals) + " |")
+    return "\n".join(lines)
+
+
+# --- from the lab's table and records --------------------------------------------------------------
+
+def _newest(lab, pattern):
+    record, path = records.newest(lab.results_dir, pattern)
+    if record is None:
+        raise CourseError(f"{lab.name}: no record matches results/{pattern}",
+                          "run the target that writes it on a GPU (make bench), or fix the README's marker")
+    return record
+
+
+def _file(lab, kernel):
+    if not kernel.path:
+        return f"kernels/{kernel.source}"
+    return os.path.relpath(kernel.path, lab.dir).replace(os.sep, "/")
+
+
+def _row_facts(lab, name):
+    """(the idea it adds, its file) of a kernel the record names: the lab's row (a tuned build
+    "v8[...]" by its base name), or a library call."""
+    if name.endswith(TUNED):
+        k = lab.kernels.get(name[:-len(TUNED)])
+        if k is not None:
+            return f"{k.name} with the build `make tune` chose for this GPU", _file(lab, k), k.yardstick
+    k = lab.kernels.get(name.split("[")[0])
+    if k is not None:
+        return k.title, _file(lab, k), k.yardstick
+    if name in (lab.option("DISPATCHERS", {}) or {}):
+        return "the dispatcher: the kernel its rules pick for the shape", "dispatch.py", False
+    if name.startswith(records.BASELINE):
+        return "a library call timed in the same run, not a rung", "", False
+    return "not in the lab's table", "", False
+
+
+def render(lab, spec):
+    s = parse_spec(spec) if isinstance(spec, str) else spec
+    record = _newest(lab, s["record"])
+    ladder = s.get("ladder") or records.ladders(record)[0]
+    if s["kind"] == "ladder":
+        sizes = [int(x) for x in s["sizes"].split(",")] if "sizes" in s else records.sizes(record)
+        rows = []
+        for name in records.kernels(record, ladder):
+            if name == records.BASELINE:
+                continue
+            idea, path, yardstick = _row_facts(lab, name)
+            rows.append((name, idea, path, yardstick))
+        return ladder_markdown(record, ladder, rows, sizes)
+    shapes = []
+    for r in record["results"]:
+        if r["ladder"] == ladder and r.get("set") == s.get("set", r.get("set")) and r["shape"] not in shapes:
+            if "n" not in s or r["N"] == int(s["n"]):
+                shapes.append(r["shape"])
+    names = []
+    for r in record["results"]:
+        if r["ladder"] == ladder and r["shape"] in shapes and r["kernel"] != records.BASELINE \
+                and "[" not in r["kernel"] and r["kernel"] not in names:
+            names.append(r["kernel"])
+    rows = [(n, *_row_facts(lab, n)[:2]) for n in names]
+    return sweep_markdown(record, ladder, rows, shapes)
+
+
+def _readme(lab, readme):
+    return readme if readme is not None else lab.dir / "README.md"
+
+
+def stale(lab, readme=None):
+    text = _readme(lab, readme).read_text()
+    return [(b.spec, b.body, want) for b in blocks(text) if b.body != (want := render(lab, b.spec))]
+
+
+def refresh(lab, readme=None):
+    path = _readme(lab, readme)
+    lines = path.read_text().split("\n")
+    changed = 0
+    for b in reversed(blocks("\n".join(lines))):
+        want = render(lab, b.spec)
+        if b.body != want:
+            lines[b.start:b.end] = want.split("\n")
+            changed += 1
+    if changed:
+        path.write_text("\n".join(lines))
+    return changed
+
+
+def main(argv=None):
+    from .lab import load
+    p = argparse.ArgumentParser(prog="python -m common.readme_tables", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--lab", required=True, action="append", help="a lab's folder (more than once for several)")
+    p.add_argument("--check", action="store_true", help="only say which tables differ from the records")
+    a = p.parse_args(argv)
+    bad = 0
+    for folder in a.lab:
+        lab = load(folder)
+        if a.check:
+            for spec, _, _ in stale(lab):
+                print(f"STALE {lab.name}/README.md: <!-- generated: {spec} -->")
+                bad += 1
+        else:
+            print(f"{lab.name}/README.md: {refresh(lab)} table(s) rewritten")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
