@@ -140,7 +140,7 @@ def judge(problem, C, changed_before, changed_after, label, rows=None, when=""):
     else:
         ref, abs_ref = checking.reference(A, B)
         sub = C
-    v = checking.compare(sub, ref, k.prec.tolerance(problem.K, abs_ref, k.input_roundoff), label=label)
+    v = checking.compare(sub, ref, k.prec.tolerance(problem.K, abs_ref, k.roundoff), label=label)
     worst = v.worst_index if rows is None else (int(rows[v.worst_index[0]]), v.worst_index[1])
 
     def first(mask):
