@@ -142,3 +142,34 @@ def test_the_tolerance_the_worker_uses_is_the_rows_own(lab, g, part):
     r = gpu.judge(prob, ref.astype(np.float32), 0, 0, "x")
     assert r["ok"] and np.isfinite(r["tol"]) and r["tol"] > 0
     assert r["tol"] == pytest.approx(float(tol[tuple(r["worst_index"])]))
+
+
+def test_every_lab_with_exercises_runs_its_grade_selftest_on_the_gpu_under_make_test():
+    """Each graded lab's tests/test_grading_gpu.py takes the suite of common/grading/gpu_suite.py
+    (reference full marks, untouched zero, each known-wrong kernel loses what it must)."""
+    missing = []
+    for d in all_lab_dirs():
+        lab = load(d)
+        if not has_grading(lab):
+            continue
+        f = lab.dir / "tests" / "test_grading_gpu.py"
+        if not f.exists() or "from common.grading.gpu_suite import *" not in f.read_text():
+            missing.append(lab.short)
+    assert not missing, f"labs with exercises but no GPU selftest under make test: {missing}"
+
+
+def test_the_gpu_suite_collects_a_test_per_known_wrong_kernel_and_skips_without_a_gpu():
+    import subprocess
+    import sys
+    from common.testing import GPU_OK
+    from tests.conftest import ROOT
+    for d in all_lab_dirs():
+        lab = load(d)
+        if not has_grading(lab):
+            continue
+        f = lab.dir / "tests" / "test_grading_gpu.py"
+        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:xdist", str(f)],
+                             cwd=ROOT, capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+        n_wrong = len(Grading(lab).wrong)
+        assert out.stdout.count("test_a_known_wrong_kernel_loses_its_points_on_the_gpu[") == n_wrong, out.stdout
