@@ -1,0 +1,129 @@
+"""The lab sheets' ladder tables are generated from the committed records (common/readme_tables.py),
+never typed: each README's tables equal what the newest record gives, and a table typed or edited by
+hand is caught. The generator itself is tested on a synthetic record, without a GPU."""
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from common import readme_tables as rt
+from common.errors import CourseError
+from common.kernels import Kernel
+from common.lab import load
+
+ROOT = Path(__file__).resolve().parents[1]
+LABS = sorted(p.parent for p in (ROOT / "labs").glob("*/lab.py"))
+
+
+@pytest.mark.parametrize("folder", LABS, ids=[p.name for p in LABS])
+def test_lab_readme_has_a_generated_ladder_table(folder):
+    found = rt.blocks((folder / "README.md").read_text())
+    assert found, (f"{folder.name}/README.md has no generated table: add a block "
+                   "'<!-- generated: ladder record=<lab>-bench_*.json -->' ... '<!-- end generated -->'")
+
+
+@pytest.mark.parametrize("folder", LABS, ids=[p.name for p in LABS])
+def test_lab_readme_tables_equal_the_newest_committed_record(folder):
+    lab = load(folder)
+    stale = rt.stale(lab)
+    assert not stale, (f"{folder.name}/README.md: the table(s) {[s for s, _, _ in stale]} differ from the newest "
+                       f"record in results/: run `python -m common.readme_tables --lab labs/{folder.name}`")
+
+
+# --- the generator, on synthetic data -------------------------------------------------------------
+
+def _record(date="2026-12-04T10:00:00+00:00", v2_4096=87.25):
+    res = []
+    for size in (2048, 4096):
+        res.append({"ladder": "fp32", "kernel": "cuBLAS", "size": size, "tflops": 50.0, "pct_of_cublas": 100.0})
+        res.append({"ladder": "fp32", "kernel": "v1", "size": size, "tflops": 10.0, "pct_of_cublas": 20.0})
+        if size == 4096:                                     # v2 timed at one size only
+            res.append({"ladder": "fp32", "kernel": "v2", "size": size, "tflops": 40.0, "pct_of_cublas": v2_4096})
+        res.append({"ladder": "fp32", "kernel": "lib", "size": size, "tflops": 45.0, "pct_of_cublas": 90.0})
+        res.append({"ladder": "fp32", "kernel": "v1 (tuned)", "size": size, "tflops": 11.0, "pct_of_cublas": 22.0})
+    return {"gpu": {"name": "Test GPU", "arch": "sm_99"}, "run": {"date": date, "commit": "0" * 40},
+            "sizes": [2048, 4096], "ladders": {"fp32": {"baseline_mode": "cuBLAS SGEMM, TF32 off"}},
+            "results": res}
+
+
+def _fake_lab(tmp_path, records):
+    results = tmp_path / "results"
+    results.mkdir()
+    for i, rec in enumerate(records):
+        (results / f"fake-bench_test-gpu_{i}.json").write_text(json.dumps(rec))
+    kernels = {"v1": Kernel("v1", "v1_plain.cu", {"": "v1"}, "fp32", title="one output per thread"),
+               "v2": Kernel("v2", "v2_blocked.cu", {"": "v2"}, "fp32", title="a block of outputs per thread"),
+               "lib": Kernel("lib", "lib.cu", {"": "lib"}, "fp32", title="a library's kernel", yardstick=True)}
+    return SimpleNamespace(name="fake", dir=tmp_path, results_dir=results, kernels=kernels,
+                           option=lambda name, default=None: default)
+
+
+README = """# A lab
+
+<!-- generated: ladder record=fake-bench_*.json -->
+<!-- end generated -->
+
+After the table.
+"""
+
+
+def test_generated_ladder_names_gpu_date_baseline_and_every_rung(tmp_path):
+    lab = _fake_lab(tmp_path, [_record()])
+    text = rt.render(lab, "ladder record=fake-bench_*.json ladder=fp32")
+    assert "Test GPU (sm_99) on 2026-12-04" in text and "cuBLAS SGEMM, TF32 off" in text
+    assert "| rung | the idea it adds | file | 2048³ | 4096³ |" in text
+    assert "| v1 | one output per thread | `kernels/v1_plain.cu` | 20.0 % | 20.0 % |" in text
+    assert "| v2 | a block of outputs per thread | `kernels/v2_blocked.cu` | – | 87.2 % |" in text
+    assert "| lib (yardstick) | a library's kernel |" in text
+    assert "| v1 (tuned) | v1 with the build `make tune` chose for this GPU |" in text
+    assert "| cuBLAS |" not in text                     # the baseline is the 100 % every row is measured against
+
+
+def test_generated_table_comes_from_the_newest_record_by_its_date(tmp_path):
+    lab = _fake_lab(tmp_path, [_record("2026-12-05T00:00:00+00:00", 91.0), _record("2026-12-01T00:00:00+00:00", 50.0)])
+    assert "| 91.0 % |" in rt.render(lab, "ladder record=fake-bench_*.json sizes=4096")
+
+
+def test_a_table_typed_or_edited_by_hand_is_stale_and_refresh_rewrites_it(tmp_path):
+    lab = _fake_lab(tmp_path, [_record()])
+    readme = tmp_path / "README.md"
+    readme.write_text(README)
+    assert len(rt.stale(lab, readme)) == 1               # empty block: stale
+    assert rt.refresh(lab, readme) == 1
+    assert rt.stale(lab, readme) == [] and readme.read_text().endswith("After the table.\n")
+    readme.write_text(readme.read_text().replace("87.2 %", "97.2 %"))     # a number typed over
+    assert len(rt.stale(lab, readme)) == 1
+    assert rt.refresh(lab, readme) == 1 and "87.2 %" in readme.read_text()
+    assert rt.refresh(lab, readme) == 0                  # nothing left to change
+
+
+def test_a_new_record_makes_the_readme_stale(tmp_path):
+    lab = _fake_lab(tmp_path, [_record()])
+    readme = tmp_path / "README.md"
+    readme.write_text(README)
+    rt.refresh(lab, readme)
+    (lab.results_dir / "fake-bench_test-gpu_9.json").write_text(json.dumps(_record("2026-12-09T00:00:00+00:00", 99.0)))
+    assert len(rt.stale(lab, readme)) == 1
+
+
+@pytest.mark.parametrize("text, what", [
+    ("<!-- generated: ladder record=x_*.json -->\n| typed |\n", "no '<!-- end generated -->'"),
+    ("<!-- generated: ladder record=a -->\n<!-- generated: ladder record=b -->\n<!-- end generated -->\n", "not closed"),
+])
+def test_a_broken_marker_says_what_to_add(text, what):
+    with pytest.raises(CourseError, match=what):
+        rt.blocks(text)
+
+
+@pytest.mark.parametrize("spec, what", [("table record=x", "first word"), ("ladder fp32", "key=value"),
+                                        ("ladder ladder=fp32", "names no record")])
+def test_a_bad_spec_says_what_is_wrong(spec, what):
+    with pytest.raises(CourseError, match=what):
+        rt.parse_spec(spec)
+
+
+def test_a_marker_naming_no_record_says_which_target_writes_one(tmp_path):
+    lab = _fake_lab(tmp_path, [])
+    with pytest.raises(CourseError, match="no record matches results/none_\\*.json"):
+        rt.render(lab, "ladder record=none_*.json")
