@@ -17,6 +17,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+from . import writes
 from .errors import CourseError
 
 ALL_ARCHS = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_120"]
@@ -133,6 +134,7 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
     # nvcc writes a private file that replaces the cubin in one step: two processes building the same
     # cubin at once (pytest -n 2) each leave a whole one, never a torn one
     part = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.part")
+    writes.note_temporary(part)
     cmd = [find_nvcc(), *NVCC_FLAGS, *flags, f"-arch={arch}", *[f"-I{d}" for d in include_dirs],
            *[f"-D{k}={v}" for k, v in defines.items()], "-o", str(part), str(src)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -146,6 +148,7 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
                           hint=f"the full log is in {out.with_suffix('.ptxas.log')}")
     kernels = parse_ptxas(log)
     os.replace(part, out)
+    writes.note(out)
     _replace_text(meta, json.dumps({"stamp": stamp, "kernels": kernels}, indent=1))
     return kernels
 
@@ -153,5 +156,7 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
 def _replace_text(path, text):
     """Write a file whole or not at all (a reader in another process never sees half of it)."""
     part = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.part")
+    writes.note_temporary(part)
     part.write_text(text)
     os.replace(part, path)
+    writes.note(path)

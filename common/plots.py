@@ -5,6 +5,8 @@
 """
 from pathlib import Path
 
+from . import writes
+
 
 def ladder_chart(series, sizes, path, title, ylabel="TFLOP/s", baseline=None, ceiling=None):
     """series: {kernel: [value per size]} in ladder order; baseline: the name of the reference."""
@@ -35,5 +37,6 @@ def ladder_chart(series, sizes, path, title, ylabel="TFLOP/s", baseline=None, ce
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130)
+    writes.note(path)
     plt.close(fig)
     return Path(path)

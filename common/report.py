@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import writes
+
 
 def _fmt(value, fmt):
     if value is None:
@@ -59,6 +61,7 @@ def write_json(path, record):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
+    writes.note(path)
     return path
 
 

@@ -19,7 +19,7 @@ made its real intensity higher. The bench record is what a lab's bench target wr
 """
 from pathlib import Path
 
-from . import hierarchy, records
+from . import hierarchy, records, writes
 from .device import peak_tflops
 from .precision import PRECISIONS
 from .records import newest_record  # noqa: F401  (part of this module's interface)
@@ -174,4 +174,5 @@ def plot(record, size=None, path=None, intensities=None, lab=None):
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=130)
+        writes.note(path)
     return fig

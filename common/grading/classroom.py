@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import report as rep
+from .. import writes
 from ..errors import CourseError
 from . import classreport, sandbox, submissions
 
@@ -179,24 +180,40 @@ class Watch:
     """Snapshots of what grading trusts, at every worker's start and end: the grader (common/, mk/),
     the lab (its table, kernels/, grading/, build/ with the reference cubins; not its reports/) and
     the submissions. A change between two snapshots is laid at the door of every worker running in
-    between: with one worker at a time, exactly the one; anything else that writes there meanwhile
-    (a teacher editing the lab) is blamed too, so the row says "changed while it ran"."""
+    between, unless another process of the course explains it:
+      - a file rewritten with the same bytes has not changed (Snapshot compares digests);
+      - a file the course's own code wrote outside any grading worker (a build, a benchmark, another
+        grading job: common/writes.py's journal holds its path and digest) is theirs;
+      - Python's byte-code cache (__pycache__/*.pyc) that matches its source, as any Python process
+        importing the course writes it (the workers themselves write none).
+    Anything else that writes there meanwhile (a teacher editing the lab) is still laid at the door of
+    the workers then running, so the row says "changed while it ran"."""
 
     def __init__(self, plan, work_root):
         lab = Path(plan.lab)
         roots = [ROOT / "common", ROOT / "mk", lab, plan.submissions]
         exclude = [plan.out, work_root, lab / "reports"]
         self.lock = threading.Lock()
+        self.journal = writes.Journal()
         self.snap = sandbox.Snapshot(roots, exclude)
         self.active = set()
         self.found = {}
         self.fresh = True            # nothing ran since self.snap was taken
+
+    def explained(self, what, path, later):
+        if what == "removed":
+            return self.journal.explains(path, None)
+        if _is_valid_bytecode(path):
+            return True
+        return self.journal.explains(path, later.files.get(path))
 
     def _step(self):
         if self.fresh and not self.active:
             return
         later = self.snap.again()
         for what, path in self.snap.changes(later):
+            if self.explained(what, path, later):
+                continue
             for name in self.active:
                 self.found.setdefault(name, []).append(f"{what} {path}")
         self.snap = later
@@ -215,6 +232,25 @@ class Watch:
             self._step()
             self.active.discard(name)
             return self.found.pop(name, [])
+
+
+def _is_valid_bytecode(path):
+    """A __pycache__/<module>.<tag>.pyc whose header matches its source's size and modification time:
+    what Python writes when it imports that source (and what it would ignore were it stale)."""
+    import importlib.util
+    p = Path(path)
+    if p.parent.name != "__pycache__" or p.suffix != ".pyc":
+        return False
+    try:
+        source = Path(importlib.util.source_from_cache(str(p)))
+        st = source.stat()
+        head = p.read_bytes()[:16]
+    except (OSError, ValueError, NotImplementedError):
+        return False
+    if len(head) < 16 or head[:4] != importlib.util.MAGIC_NUMBER or int.from_bytes(head[4:8], "little") != 0:
+        return False
+    return (int.from_bytes(head[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+            and int.from_bytes(head[12:16], "little") == st.st_size & 0xFFFFFFFF)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,7 +295,7 @@ def grade_one(g, plan, sub, work_root, mode, gpu=None, watch=None):
         argv += ["--arch", plan.arch] if plan.arch else []
         pythonpath = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                                                     if p and Path(p).resolve() != ROOT])
-        extra = {"PYTHONPATH": pythonpath}
+        extra = {"PYTHONPATH": pythonpath, writes.WORKER_VAR: sub.name}
         if gpu is not None:
             extra["CUDA_VISIBLE_DEVICES"] = gpu
         env = sandbox.worker_env(private, extra)

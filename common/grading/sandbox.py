@@ -134,16 +134,21 @@ def wrap(argv, mode, private, hide=(), gpu=False, readonly=()):
 # ---------------------------------------------------------------------------------------------
 
 class Snapshot:
-    """Every file and folder under `roots` (symbolic links not followed), `exclude` left out."""
+    """Every file and folder under `roots` (symbolic links not followed), `exclude` left out, each file
+    with a digest of its bytes: a file rewritten with the same bytes (a rebuild of the same cubin) has
+    not changed. Digests are kept between snapshots for files whose size, times and inode are the same,
+    so a snapshot reads only what changed since the last."""
 
-    def __init__(self, roots, exclude=()):
+    def __init__(self, roots, exclude=(), _digests=None):
         self.roots = [Path(r).resolve() for r in roots if Path(r).exists()]
         self.exclude = {str(Path(e).resolve()) for e in exclude}
+        self._digests = {} if _digests is None else _digests     # path -> (stat key, digest)
         self.files = {}
         for r in self.roots:
             self._walk(str(r))
 
     def _walk(self, top):
+        from ..writes import digest
         stack = [top]
         while stack:
             d = stack.pop()
@@ -161,21 +166,25 @@ class Snapshot:
                         continue
                     if e.is_dir(follow_symlinks=False):
                         stack.append(e.path)
-                        self.files[e.path + "/"] = (0, 0, 0, st.st_ino)
-                    else:
-                        self.files[e.path] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                        self.files[e.path + "/"] = None
+                        continue
+                    key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                    known = self._digests.get(e.path)
+                    if known is None or known[0] != key:
+                        known = self._digests[e.path] = (key, digest(e.path) if e.is_file(follow_symlinks=False)
+                                                         else f"link {key}")
+                    self.files[e.path] = known[1]
 
     def again(self):
-        return Snapshot(self.roots, self.exclude)
+        return Snapshot(self.roots, self.exclude, self._digests)
 
     def changes(self, later):
-        """Paths created, changed or removed between this snapshot and `later`."""
+        """Paths created, changed (other bytes) or removed between this snapshot and `later`."""
         out = []
         for p, v in later.files.items():
-            old = self.files.get(p)
-            if old is None:
+            if p not in self.files:
                 out.append(("created", p))
-            elif old != v and not p.endswith("/"):
+            elif self.files[p] != v and not p.endswith("/"):
                 out.append(("changed", p))
         out += [("removed", p) for p in self.files if p not in later.files]
         return sorted(out, key=lambda x: x[1])
