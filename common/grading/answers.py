@@ -2,84 +2,27 @@
 
     load(path)            -> {"student": {...}, "questions": {...}, "predictions": {...}}; CourseError
                              with the line when the file is not valid
-    parse_toml(text)      tomllib where Python has it (3.11+), else parse_simple_toml
-    parse_simple_toml     the subset answers.toml uses: [tables], key = "string" | number | true/false,
-                          comments; what Python 3.10 (no tomllib) reads
+    parse_toml(text)      tomllib (Python 3.11+), or tomli, its backport, on Python 3.10
     template(g, solution) the file `make workspace` writes (g: a spec.Grading): every question as a
                           comment over its key; with solution=True the model's answers and the newest
                           recorded measurements
     recorded_measurements(g) -> ({prediction id: value}, size, path, GPU name) from the lab's results/
 """
 import json
-import re
+import sys
 from pathlib import Path
 
 from common.errors import CourseError
 
-try:                      # Python 3.11+
+if sys.version_info >= (3, 11):
     import tomllib
-except ImportError:       # pragma: no cover - Python 3.10
-    tomllib = None
-
-
-_TABLE = re.compile(r"^\[\s*([A-Za-z0-9_-]+)\s*\]$")
-_KEY = re.compile(r"^([A-Za-z0-9_-]+)\s*=\s*(.*)$")
-_NUM = re.compile(r"^[-+]?(\d[\d_]*)?(\.\d[\d_]*)?([eE][-+]?\d+)?$")
-
-
-def _strip_comment(value):
-    """The value part of a line without a trailing # comment (a # inside quotes stays)."""
-    out, quote = [], None
-    for ch in value:
-        if quote:
-            out.append(ch)
-            if ch == quote and (quote == "'" or not "".join(out[:-1]).endswith("\\")):
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-            out.append(ch)
-        elif ch == "#":
-            break
-        else:
-            out.append(ch)
-    return "".join(out).strip()
-
-
-def parse_simple_toml(text):
-    data = {}
-    current = data
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = _TABLE.match(_strip_comment(line))
-        if m:
-            current = data.setdefault(m.group(1), {})
-            continue
-        m = _KEY.match(line)
-        if not m:
-            raise ValueError(f"line {n}: expected key = value or [table]: {raw.strip()!r}")
-        key, value = m.group(1), _strip_comment(m.group(2))
-        if key in current:
-            raise ValueError(f"line {n}: {key} is given twice")
-        if len(value) >= 2 and value[0] == value[-1] == '"':
-            current[key] = json.loads(value)          # TOML basic strings escape like JSON
-        elif len(value) >= 2 and value[0] == value[-1] == "'":
-            current[key] = value[1:-1]
-        elif value in ("true", "false"):
-            current[key] = value == "true"
-        elif value and _NUM.match(value) and any(c.isdigit() for c in value):
-            v = value.replace("_", "")
-            current[key] = float(v) if any(c in v for c in ".eE") else int(v)
-        else:
-            raise ValueError(f"line {n}: {key} = {value!r}: write a number, or text in double quotes")
-    return data
+else:                     # pragma: no cover - Python 3.10: the backport (pyproject.toml's dependency)
+    import tomli as tomllib
 
 
 def parse_toml(text):
-    if tomllib is not None:
-        return tomllib.loads(text)
-    return parse_simple_toml(text)
+    """answers.toml's text as a dict (tomllib, or its backport tomli on Python 3.10)."""
+    return tomllib.loads(text)
 
 
 def load(path):
@@ -88,7 +31,7 @@ def load(path):
         raise CourseError(f"{path} does not exist", hint="`make workspace` writes it; copy it back if you moved it")
     try:
         data = parse_toml(path.read_text())
-    except Exception as e:   # tomllib.TOMLDecodeError or ValueError: both say where
+    except tomllib.TOMLDecodeError as e:   # it says where
         raise CourseError(f"{path.name} is not valid TOML: {e}",
                           hint='write numbers as 0.25 and text in double quotes: key = "9/8"') from None
     for table in ("questions", "predictions"):

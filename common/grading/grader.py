@@ -144,7 +144,8 @@ class Report:
             out += ["", rep.table(pred["rows"], [("id", "prediction", ""), ("predicted", "yours", ""),
                                                   ("measured", "measured", ".3g"), ("unit", "unit", ""),
                                                   ("status", "", "")],
-                                  title=f"Predictions at {m['prediction_size']}³ against {pred['source']}")]
+                                  title=(f"Predictions at {m['prediction_size']}³ against {pred['source']}"
+                                         if pred.get("measured_on") else "Predictions (derived, graded here)"))]
         pending = {}                       # the checks that wait for a GPU -> the parts they belong to
         for p in self.parts:
             names = ", ".join(c.check for c in p.checks if c.status == NEEDS_GPU)
@@ -297,7 +298,7 @@ def grade_many(g, jobs, env, progress=True):
             race = gpumod.racecheck(lab, items, env.work / "racecheck", g.SANITIZER_TIMEOUT_S)
             gpu_results = {key: results[iid] for key, iid in by_item.items()}
             races = {key: race[iid] for key, iid in by_item.items()}
-        if g.predictions and any("predictions" in job.parts for job in jobs):
+        if any(not p.computed for p in g.predictions) and any("predictions" in job.parts for job in jobs):
             _say(progress, f"GPU: the reference ladder and cuBLAS at {g.PREDICTION_SIZE}³ (for the predictions)")
             measured = gpumod.measure(lab, env.work / "measure.json", g.GPU_TIMEOUT_S)
     # 4. the reports
@@ -429,6 +430,9 @@ def _questions(g, part, answers, error):
     given = (answers or {}).get("questions", {})
     out, table = [], []
     for q, c in zip(g.questions, part.checks):
+    """One check per question: the answer, and the reason where the question asks for one. The
+    table in the report holds what the student wrote and the verdict, never the expected value
+    (the report is written into the student's lab folder)."""
         if error:
             status, reason = FAIL, error
         else:
@@ -436,6 +440,8 @@ def _questions(g, part, answers, error):
             status = PASS if ok else FAIL
         out.append(CheckResult(part.name, q.id, q.text, c.points, status, reason))
         table.append({"id": q.id, "answer": given.get(q.id), "expected": q.answer(), "tolerance": q.tolerance_text(),
+            if ok:
+                ok, reason = q.grade_reason(given.get(q.why_key))
                       "model": q.model, "ok": status == PASS})
     return PartResult(part.name, part.title, out, note=""), table
 
@@ -462,14 +468,22 @@ def _predictions(g, part, answers, error, env, measured):
         else:
             ok, reason = grade_prediction(p, given.get(p.id), m, g.PREDICTION_FACTOR)
             status = PASS if ok else FAIL
+        elif p.computed:
+            ok, reason = grade_prediction(p, given.get(p.id), None)
+            status = PASS if ok else FAIL
         out.append(CheckResult(part.name, p.id, p.text, c.points, status, reason))
-        rows.append({"id": p.id, "predicted": given.get(p.id), "measured": m, "unit": p.unit,
+        # The measurement is shown once the prediction scored, never before (it would be the answer);
+        # a computed prediction's value is never shown.
+        shown = m if (status == PASS and not p.computed) else None
+        rows.append({"id": p.id, "predicted": given.get(p.id), "measured": shown, "unit": p.unit,
                      "status": {PASS: "ok", FAIL: "off", NEEDS_GPU: "-"}.get(status, status)})
     note = f"measured: {source}" if source else ""
     return PartResult(part.name, part.title, out, note=note), {"source": source or "nothing", "measured_on": measured_on,
                                                               "rows": rows}
 
 
+    if source is None and g.predictions and all(p.computed for p in g.predictions):
+        source = "the course's models (computed, no GPU needed)"
 def finite(value):
     """The value with NaN and infinities as strings, so the JSON is strict (teachers' tools choke on NaN)."""
     if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):

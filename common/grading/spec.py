@@ -13,6 +13,8 @@ A lab's grading/ folder (data, no code; loaded as lab.module("grading.parts")):
                    WRONG    [Wrong]: the known-wrong kernels (wrong/*.patch) and what each must lose
                    SHAPES   {precision: [(M, N, K)]}: the awkward shapes "correct" runs, per
                             precision of common.precision (a Part's own `shapes` wins)
+                   GIVEN    [row name]: optional, rungs copied whole into the workspace's given/ (the
+                            ungraded rung before the first graded one; never a graded part's kernel)
                    and optionally SPEED_PCT, TIMING_SIZE, TIMING_BUDGET_S, CHECK_ROWS,
                    GPU_TIMEOUT_S, SANITIZER_TIMEOUT_S, SANITIZE_SHAPES (DEFAULTS below)
     questions.py   QUESTIONS [Question], PREDICTIONS [Prediction] (common.grading.questions), and
@@ -31,8 +33,9 @@ from pathlib import Path
 
 from ..errors import CourseError
 
-STATIC_KINDS = ("computes-fp32", "computes-tensor", "cp-async", "registers", "lds128", "float4-global")
-GPU_KINDS = ("correct", "race-free", "fast")
+STATIC_KINDS = ("computes-fp32", "computes-tensor", "cp-async", "registers", "lds128", "float4-global",
+                "bytes-in-flight", "ordered-reduce", "float2-store")
+GPU_KINDS = ("correct", "race-free", "fast", "bandwidth", "bitwise")
 
 DEFAULTS = {
     "SPEED_PCT": 75,              # a correct kernel at >= 75 % of the reference's speed gets the point
@@ -130,6 +133,7 @@ class Grading:
         self.predictions = list(getattr(self.qdata, "PREDICTIONS", []))
         self.answers_intro = getattr(self.qdata, "ANSWERS_INTRO", "")
         self.build_dir = Path(os.environ.get("GRADE_BUILD") or lab.build_dir / "grade")   # never build/<arch>
+        self.given = list(getattr(self.data, "GIVEN", []))
         self.reports_dir = lab.reports_dir / "grade"
         self._validate()
 
@@ -145,6 +149,20 @@ class Grading:
             if w.part not in names:
                 raise CourseError(f"grading/parts.py WRONG: {w.patch} is graded as {w.part!r}, which is no part",
                                   hint=f"parts: {', '.join(names)}")
+        for name in self.given:
+            self.lab.kernel(name)
+            if name in {p.kernel for p in self.code_parts}:
+                raise CourseError(f"grading/parts.py GIVEN: {name} is a graded part's kernel: the workspace "
+                                  "would hold its answer")
+        for q in self.questions:
+            pasted = q.pasted_question_passes()
+            if pasted:
+                raise CourseError(f"grading/questions.py {q.id}: the question's text names the key idea(s) "
+                                  f"{pasted} its reason must name: pasting the question would pass",
+                                  hint="ask without naming it, or choose another key idea")
+            if q.why and not q.grade_reason(q.why_model)[0]:
+                raise CourseError(f"grading/questions.py {q.id}: why_model does not pass its own key ideas: "
+                                  f"{q.grade_reason(q.why_model)[1]}")
 
     # --- parts ---------------------------------------------------------------------------------
     @property
@@ -154,8 +172,10 @@ class Grading:
             out.append(Part("questions", "check your understanding (answers.toml [questions])",
                             checks=tuple(Check(q.id, q.points, q.text, "question") for q in self.questions)))
         if self.predictions:
-            out.append(Part("predictions", f"predictions against measurements at {self.PREDICTION_SIZE}³ "
-                                           "(answers.toml [predictions])",
+            title = ("predictions, derived from the kernels and the models (answers.toml [predictions])"
+                     if all(p.computed for p in self.predictions) else
+                     f"predictions against measurements at {self.PREDICTION_SIZE}³ (answers.toml [predictions])")
+            out.append(Part("predictions", title,
                             checks=tuple(Check(p.id, 1, p.text, "prediction") for p in self.predictions)))
         return out
 

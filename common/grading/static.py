@@ -145,7 +145,7 @@ def _problems(kind, variant, r, facts):
         if f["LDGSTS"] == 0:
             return ["no LDGSTS: no tile is copied with cp.async (is issue() ever called?)"]
         if f["DEPBAR"] == 0:
-            return ["no DEPBAR: nothing waits for the copies (__pipeline_wait_prior)"]
+            return ["no DEPBAR: nothing waits for the copies (cp.async.wait_group, __pipeline_wait_prior)"]
         return ["no HMMA: no tensor-core math is left"] if f["HMMA"] == 0 else []
     if kind == "registers":
         if r["spill_stores"] or r["spill_loads"]:
@@ -167,3 +167,10 @@ def _problems(kind, variant, r, facts):
                     "a multiple of 4: those rows are not 16-byte aligned"]
         return []
     raise ValueError(f"not a static check kind: {kind}")
+    if kind == "float2-store":
+        if variant == "vec" and f["STG.64"] == 0:
+            return ["no 64-bit stores of C (STG.E.64): with VEC, a lane's two neighbouring values leave as one float2"]
+        if variant == "scalar" and f["STG.64"]:
+            return [f"{f['STG.64']} 64-bit stores (STG.E.64) in the variant that runs when N is not a multiple of 4: "
+                    "a pair there need not be 8-byte aligned"]
+        return []

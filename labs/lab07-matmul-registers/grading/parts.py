@@ -87,7 +87,8 @@ PARTS = [
                  Check("lds128", 1, "regM and regN come from LDS.128, no narrow LDS", "lds128"),
                  Check("float4-global", 1, "vec: 128-bit global loads; scalar: none (rows not 16-byte aligned)",
                        "float4-global")) + _gpu_checks()),
-    Part("v7", "v7 warp-tile indexing (section 5)", kernel="v7", regions=("v7-warp-indices", "v7-strip-operands"),
+    Part("v7", "v7 warp-tile indexing (section 5)", kernel="v7",
+         regions=("v7-float4-load", "v7-transposed-store", "v7-warp-indices", "v7-strip-operands"),
          checks=(_COMPUTES_FP32, _REGISTERS,
                  Check("lds128", 1, "regM and regN come from LDS.128, no narrow LDS", "lds128")) + _gpu_checks()),
     Part("t2", "t2 fragment loop: 4 A and 2 B fragments, 8 mma_sync per step (section 7)", kernel="t2",
@@ -95,7 +96,7 @@ PARTS = [
          checks=(Check("computes", 1, "tensor cores fed from shared memory: HMMA and LDSM", "computes-tensor"),
                  _REGISTERS) + _gpu_checks()),
     Part("t3", "t3 cp.async pipeline: prologue, issue-commit-wait, release (section 7)", kernel="t3",
-         regions=("t3-prologue", "t3-issue-and-wait", "t3-release"),
+         regions=("t3-prologue", "t3-issue-and-wait", "t3-fragment-loop", "t3-release"),
          checks=(Check("cp-async", 1, "tiles copied with cp.async (LDGSTS) and waited for (DEPBAR), then HMMA",
                        "cp-async"),
                  Check("registers", 1, "accumulators and operands in registers: no spills, no LDL/STL", "registers",
@@ -108,24 +109,46 @@ PARTS = [
 # ---------------------------------------------------------------------------------------------
 
 REGIONS = [
-    Region("v4-inner-loop", "v4", hint="Chapter section 2 has the loop. Until then acc stays 0."),
-    Region("v5-outer-product", "v5", hint="Chapter section 3: 16 loads, 64 FMAs per k. Until then acc stays 0."),
+    Region("v4-inner-loop", "v4",
+           hint="Count, per k, the shared loads and the FFMA one thread issues: one B value serves how many "
+                "accumulators? `make sass` then shows the ratio (LDS against FFMA in the loop). Until then acc stays 0."),
+    Region("v5-outer-product", "v5",
+           hint="Per k a thread needs TM values of A and TN of B, each loaded once into registers, then every "
+                "pair multiplied: how many loads, how many FMAs? Compare with the hierarchy explorer's "
+                "loads per FMA for v5. Until then acc stays 0."),
     Region("v6-float4-load", "v6", stub="return make_float4(p[0], p[1], p[2], p[3]);   // placeholder: 4 scalar loads",
-           hint="Chapter section 4: only the vec variant may use a 16-byte load (rows 16-byte aligned)."),
-    Region("v6-transposed-store", "v6", hint="As is [BK][AS_LD]: As[k][m] = A[cRow + m][k0 + k]. Until then As is never written."),
+           hint="When is p 16-byte aligned? Only then may one LDG.E.128 replace four LDG.E; the SASS of each "
+                "entry point shows which loads you got."),
+    Region("v6-transposed-store", "v6",
+           hint="The four values of ra[g] are 4 consecutive k of one row of A; As is [k][m]. Until then As is never "
+                "written."),
     Region("v6-float4-operands", "v6", stub="float regM[TM] = {}, regN[TN] = {};   // placeholder: zeros",
-           hint="Chapter section 4 shows the four float4 loads; aRead and bRead point at row 0 of As and Bs."),
+           hint="With As transposed, a thread's TM values of A for one k are contiguous, like its TN values of B: "
+                "how many LDS.128 per k, then? `make sass` should show no narrow LDS left."),
+    Region("v7-float4-load", "v7", stub="return make_float4(p[0], p[1], p[2], p[3]);   // placeholder: 4 scalar loads",
+           hint="Your v6 load4: the same rule of alignment."),
+    Region("v7-transposed-store", "v7", hint="Your v6 transposed store, into stage s. Until then As is never written."),
     Region("v7-warp-indices", "v7",
            stub="const int mOff = 0, nOff = 0;   // placeholder: every thread takes the first block",
-           hint="Chapter section 5 and the lane map in this file's header: WARPS_N, LANES_N, WM, WN, TM, TN."),
+           hint="Draw the block tile as warps of WM x WN, and one warp's strip as LANES_N lanes across: which "
+                "lane owns which 8 x 4 block? Every block of the warp tile must have exactly one owner."),
     Region("v7-strip-operands", "v7", stub="float regM[TM] = {}, regN[WNITER * TN] = {};   // placeholder: zeros",
-           hint="Strip w starts w * WSUBN columns right of nOff; aRead, bRead point at row 0 of this stage."),
-    Region("t2-fragment-loop", "t2", hint="Chapter section 7; As_w and Bs_w are this warp's rows and columns. "
-                                          "Until then acc stays 0."),
-    Region("t3-prologue", "t3", hint="Chapter section 7, the main loop of t3, for STAGES buffers."),
-    Region("t3-issue-and-wait", "t3", hint="issue(stage, tile) copies one tile; __pipeline_wait_prior(n), then a barrier."),
+           hint="A thread's columns are WNITER strips, WSUBN apart; aRead and bRead point at row 0 of this stage. "
+                "Count the LDS.128 per k: the chapter's loads-per-FMA table says what v7 should reach."),
+    Region("t2-fragment-loop", "t2",
+           hint="Per 16-deep step, which fragments does one warp need, and how many times is each used? The "
+                "SASS should show LDSM feeding HMMA and no global loads in the loop. Until then acc stays 0."),
+    Region("t3-prologue", "t3",
+           hint="How many tiles must be in flight before the first wait, if the loop keeps STAGES-1 in flight? "
+                "One commit per tile, even past the last."),
+    Region("t3-issue-and-wait", "t3",
+           hint="After this commit, how many groups may still be pending if tile t must have landed? And which "
+                "threads' copies does __pipeline_wait_prior wait for?"),
+    Region("t3-fragment-loop", "t3", hint="Your t2 fragment loop, reading this stage's As_w and Bs_w."),
     Region("t3-release", "t3", hint="Who may still read buffer read_stage? Then move read_stage and write_stage on."),
 ]
+
+GIVEN = ["v3"]      # the rung before v4, whole: the workspace's given/ (read it; it is not graded)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,4 +173,18 @@ WRONG = [
           lose_here=("computes", "registers"), lose_on_gpu=("correct", "fast"), reason="FP16", max_diff_lines=4),
     Wrong("v5_acc_in_local_memory.patch", "v5", "acc indexed at run time (a loop not unrolled): local memory",
           lose_here=("registers",), lose_on_gpu=(), reason="local memory", max_diff_lines=2),
+    Wrong("v4_same_a_row.patch", "v4", "the row of As does not move with i: 7 of every 8 rows wrong",
+          lose_here=(), lose_on_gpu=("correct", "fast"), reason="wrong element", max_diff_lines=1),
+    Wrong("v7_lane_map_transposed.patch", "v7", "lane / LANES_N and lane % LANES_N swapped: blocks overlap",
+          lose_here=(), lose_on_gpu=("correct", "fast"), reason="for shape", max_diff_lines=2),
+    Wrong("v7_strip_offset_missing.patch", "v7", "every strip reads strip 0's B values (no w * WSUBN)",
+          lose_here=(), lose_on_gpu=("correct", "fast"), reason="wrong element", max_diff_lines=1),
+    Wrong("t2_a_fragments_same_rows.patch", "t2", "every A fragment from the warp's first 16 rows",
+          lose_here=(), lose_on_gpu=("correct", "fast"), reason="wrong element", max_diff_lines=1),
+    Wrong("t2_b_k_offset_as_column.patch", "t2", "the B fragment of step kk taken kk columns right, not kk rows down",
+          lose_here=(), lose_on_gpu=("correct", "fast"), reason="wrong element", max_diff_lines=1),
+    Wrong("t3_waits_for_too_few.patch", "t3", "__pipeline_wait_prior(STAGES): tile t read before it has landed",
+          lose_here=(), lose_on_gpu=("correct", "fast"), reason="for shape", max_diff_lines=1),
+    Wrong("t3_write_stage_stuck.patch", "t3", "write_stage never advanced: tiles copied into one buffer",
+          lose_here=(), lose_on_gpu=("correct", "fast"), reason="for shape", max_diff_lines=1),
 ]

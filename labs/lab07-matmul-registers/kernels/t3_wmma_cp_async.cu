@@ -225,6 +225,7 @@ __device__ __forceinline__ void hgemm_t3_body(int M, int N, int K, const __half*
 
         const __half* As_w = As + read_stage * A_STAGE + warp_m * WM * LDA_S;   // this warp's rows
         const __half* Bs_w = Bs + read_stage * B_STAGE + warp_n * WN;           // this warp's columns
+        // BEGIN SOLUTION t3-fragment-loop: your t2's fragment loop, on this stage's As_w and Bs_w
 #pragma unroll
         for (int kk = 0; kk < BK; kk += TILE) {
             FragA a[FRAG_M];
@@ -238,6 +239,7 @@ __device__ __forceinline__ void hgemm_t3_body(int M, int N, int K, const __half*
 #pragma unroll
                 for (int j = 0; j < FRAG_N; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
         }
+        // END SOLUTION t3-fragment-loop
         // BEGIN SOLUTION t3-release: free buffer read_stage for the next copy, advance both stages
         __syncthreads();                     // buffer read_stage is free: the next iteration refills it
 
