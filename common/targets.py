@@ -384,7 +384,7 @@ class Tuning:
     candidates  parameter dicts ({} = the file's defaults, the taught configuration), or a callable
                 returning them
     illegal     params -> None, or why the configuration breaks the kernel's static_asserts: checked
-                before anything is compiled (the kernel file's asserts, written once more in Python)
+                before anything is compiled (common.legality.Legality asks the compiler, all at once)
     sizes       the squares it is timed at; the best per size class is recorded (of a class timed at
                 two sizes, the first size's best)"""
     kernel: str
@@ -486,7 +486,10 @@ def tune_candidates(lab, ladder, spec, arch, jobs=None):
     import os
     base = lab.kernel(spec.kernel)
     rows, rejected = [], []
-    for p in spec.configs():
+    configs = spec.configs()
+    if hasattr(spec.illegal, "check"):     # common.legality.Legality: one compile for the whole batch
+        spec.illegal.check([p for p in configs if p])
+    for p in configs:
         why = spec.illegal(p) if spec.illegal and p else None
         k = base.with_params(**p) if p else base
         if why:

@@ -5,6 +5,8 @@ shared between test folders):
     needs_gpu             a pytest mark: skip, saying why, where there is no GPU
     lab_of(path)          the Lab whose folder holds `path` (a test file's __file__)
     needs_cuobjdump()     skip, saying why, where cuobjdump -sass is missing
+    legality_drift(rules, record)  the recorded parameter sets that a kernel's static_asserts
+                          (common.legality) judge legal where the record says illegal, or the reverse
 """
 from pathlib import Path
 
@@ -50,3 +52,13 @@ def build_for_every_arch(lab, kernels=None):
     supports (and sm_90a for Hopper-only rows), compiled here: no GPU needed."""
     from .build import ALL_ARCHS
     return lab.build(kernels or lab.own(), ALL_ARCHS)
+
+
+def legality_drift(rules, record):
+    """[(params, recorded why, the compiler's why)] where a kernel's static_asserts (rules: a
+    common.legality.Legality) and the record (a fixture of {params, why}) disagree on whether the
+    parameters are legal. (The sentences may be reworded in the kernel; which sets pass may not drift.)"""
+    import json
+    probes = json.loads(Path(record).read_text())["probes"]
+    got = rules.check([p["params"] for p in probes])
+    return [(p["params"], p["why"], why) for p, why in zip(probes, got) if (p["why"] is None) != (why is None)]

@@ -99,8 +99,8 @@ LADDERS = {"fp32": FP32, "fp16": FP16}
 BENCH_SIZES = [1024, 2048, 4096, 8192]
 BASELINE_RATIOS = [("fp16", "fp32")]        # make bench prints cuBLAS HGEMM / cuBLAS SGEMM: what FP16 is worth
 
-# make tune: v8 and t4, the kernels past the chapter, over spaces whose legality is checked in Python
-# before anything is compiled (space_v8.py, space_t4.py mirror the kernels' static_asserts). v7 and t3
+# make tune: v8 and t4, the kernels past the chapter, over the spaces of space_v8.py and space_t4.py;
+# before anything is built, the compiler says which candidates the kernels' static_asserts accept. v7 and t3
 # keep their chapter parameters; `make tune` once searched them (results/lab07-tune_*_c0a0ad3.json).
 TUNING = {
     "fp32": Tuning("v8", space_v8.candidates, illegal=space_v8.reason_illegal, sizes=(2048, 4096, 8192)),

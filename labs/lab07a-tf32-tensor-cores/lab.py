@@ -67,7 +67,7 @@ LADDER_PRECISION = {"tf32": "tf32_tensor"}       # the ladder's baseline: cuBLAS
 EXTRA_BASELINES = {"tf32": ["fp32"]}             # cuBLAS SGEMM timed in the same run, as one more row
 BENCH_SIZES = [1024, 2048, 4096, 8192]
 SELFCHECK_SHAPES = [(1, 1, 1), (17, 33, 9), (127, 129, 132), (129, 127, 64), (1000, 3, 520), (256, 260, 64)]
-# make tune: k7's defaults ({}) first, then the sweep of tuning.py; illegal = k7's static_asserts in Python
+# make tune: k7's defaults ({}) first, then the sweep of tuning.py; illegal = k7's static_asserts (the compiler's word)
 TUNING = {"tf32": Tuning("k7", candidates, illegal=reason_illegal, sizes=(4096,))}
 # make bounds (common/bounds.py): k7 beside builds without its copies, its mma.sync or its barrier
 # (K7_PROBE, the kernel's header): how far the structure itself is from cuBLAS TF32

@@ -84,7 +84,7 @@ SELFCHECK_SHAPES = [(1, 1, 1), (17, 33, 9), (127, 129, 132), (129, 127, 64), (10
 ARCHS_WITHOUT_GPU = ["sm_90"]
 
 # make tune: c5's CTA tile, MMA thread layout, BK, STAGES and rasterization (tuning.py; legality is
-# c5's static_asserts, checked in Python before anything is compiled).
+# c5's static_asserts, asked of the compiler before anything is built).
 # Timed at 2048^3 (the "medium" class) and 4096^3 ("large": 8192^3 gets 4096's best, and a third size
 # would only cost time: a class timed twice keeps its first size's winner).
 TUNING = {"fp32": Tuning("c5", candidates, illegal=reason_illegal, sizes=(2048, 4096))}

@@ -90,6 +90,7 @@
 
 #include <cuda_fp16.h>
 
+// BEGIN PARAMETERS
 // ---- tile parameters (override with -D for a tuning sweep) -------------------------------------
 #ifndef BM
 #define BM 128      // block tile rows: 2 warp rows; each B chunk copied to shared is used by 2 warps
@@ -136,6 +137,7 @@
 #define SMEM_BYTES (STAGES * (BM * (BK + 8 - 8 * T4_SWIZZLE) + BK * (BN + 8 - 8 * T4_SWIZZLE)) * sizeof(half))
                     // A stages, then B stages (no padding when swizzled)
 
+static_assert(BM > 0 && BN > 0 && BK > 0 && WM > 0 && WN > 0, "BM, BN, BK, WM and WN must be positive integers");
 static_assert(WM % 16 == 0, "WM must be a multiple of 16: a warp tile is made of m16 mma tiles");
 static_assert(WN % 16 == 0, "WN must be a multiple of 16: one ldmatrix.x4.trans loads two n8 B tiles");
 static_assert(BM % WM == 0 && BN % WN == 0, "the block tile BM x BN must be a whole number of warp tiles");
@@ -162,6 +164,9 @@ static_assert(SMEM_BYTES <= 227 * 1024,
               "shared memory above 227 KB, the most any supported GPU gives a block "
               "(sm_86/89/120 give 99 KB; the launcher checks the device)");
 static_assert(GROUP >= 1, "GROUP (block rows per raster group) must be at least 1");
+static_assert(COPY_THREADS % (BK / 8) == 0 && COPY_THREADS % (BN / 8) == 0,
+              "a thread's chunks keep one column");   // (A_ROW_STEP, B_ROW_STEP below: whole rows)
+// END PARAMETERS
 
 namespace t4 {
 
@@ -233,7 +238,6 @@ extern __shared__ __align__(128) unsigned char smem_raw[];
 // stride, and the pointers move by BK columns of A / BK rows of B per tile.
 constexpr int A_ROW_STEP = COPY_THREADS / CPR_A;   // tile rows between a thread's A chunks
 constexpr int B_ROW_STEP = COPY_THREADS / CPR_B;
-static_assert(COPY_THREADS % CPR_A == 0 && COPY_THREADS % CPR_B == 0, "a thread's chunks keep one column");
 
 struct Copier {
     const __half* a_src;   // A[bm + a_row][k0 + 8 a_c] of the next tile to issue

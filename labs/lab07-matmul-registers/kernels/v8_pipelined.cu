@@ -148,6 +148,7 @@
 #include <cstdint>
 #include <type_traits>
 
+// BEGIN PARAMETERS
 // ---- tile parameters (chapter names) -----------------------------------------------------------
 
 #ifndef BM
@@ -278,6 +279,7 @@ static_assert(TM * WNITER * TN + 2 * (TM + WNITER * TN) <= 224,
 static_assert(SMEM_BYTES <= 227 * 1024,
               "v8: STAGES x (BK*(BM+APAD) + BK*BN) floats exceed 227 KB, the most a block may use "
               "(sm_86/89/120 give 99 KB; the launcher checks the device)");
+// END PARAMETERS
 
 // ---- cp.async (PTX), 4 and 16 bytes, zero-filling when the source does not exist ---------------
 

@@ -27,6 +27,7 @@
 // immediates; HMMA.1688.F32.TF32 (BK/8 x MI x NJ per tile) interleaved with the next step's LDSM;
 // STG.E.64 in the epilogue; one BAR.SYNC per tile.
 
+// BEGIN PARAMETERS
 #ifndef BM
 #define BM 256      // block tile rows: 4 warp tiles of 64 (the worklog's 256 x 32 x 128)
 #endif
@@ -65,11 +66,13 @@
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #define SMEM_BYTES (STAGES * (BM * BK + BK * BN) * sizeof(float))
+// END PARAMETERS
 
 #include "tf32_common.cuh"
 
 namespace k7 {
 
+// BEGIN PARAMETERS
 constexpr int safe_div(int a, int b) { return b > 0 ? a / b : 0; }
 
 constexpr int WARPS_N = safe_div(BN, WN);
@@ -106,6 +109,7 @@ static_assert(MI * NJ * 4 <= 160, "k7: more than 160 accumulators per lane canno
 static_assert(MIN_BLOCKS >= 1 && MIN_BLOCKS * THREADS <= 2048, "k7: MIN_BLOCKS resident blocks must fit an SM's 2048 threads");
 static_assert(SMEM_BYTES <= 227 * 1024, "k7: shared memory above the 227 KB a block may have on sm_90 "
               "(sm_86/89/120: 99 KB; the launcher checks the device)");
+// END PARAMETERS
 
 __device__ __forceinline__ int a_off(int m, int k)
 {

@@ -2,7 +2,9 @@
 machinery is tested there): the workspace compiles, the untouched workspace scores zero, the
 reference full static marks, every known-wrong kernel applies to its reference and loses exactly
 what it must without a GPU. The models the questions and the wrong kernels rest on are checked too."""
-import re
+import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +12,7 @@ from common import fragments as F
 from common.grading import grader, patches, selftest
 from common.grading import workspace as W
 from common.grading.spec import Grading
-from common.testing import lab_of, needs_cuobjdump
+from common.testing import lab_of, legality_drift, needs_cuobjdump
 
 LAB = lab_of(__file__)
 G = Grading(LAB)
@@ -106,10 +108,16 @@ def test_every_question_has_an_answer_from_the_models():
         assert want is not None and q.grade(want)[0], q.id
 
 
-def test_tuning_candidates_pass_k7s_static_asserts_in_python():
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_tunings_legality_is_k7s_static_asserts_asked_of_the_compiler():
+    """The verdicts and candidates of the Python copy of k7's rules it replaced (recorded in
+    fixtures/legality_k7.json before that copy was deleted); a refused candidate gets k7's sentence."""
     t = LAB.module("tuning")
-    assert t.candidates()[0] == {} and all(t.reason_illegal(p) is None for p in t.candidates(truncate=True))
-    assert "STAGES" in t.reason_illegal(dict(STAGES=3))
-    src = (LAB.kernels_dir / "k7_unroll_xor_stages.cu").read_text()
-    for why in re.findall(r'"(k7: [^"]+)"', src):
-        assert why in (t.__file__ and open(t.__file__).read()), f"tuning.py lacks k7's assert: {why}"
+    record = Path(__file__).parent / "fixtures" / "legality_k7.json"
+    assert legality_drift(t.reason_illegal, record) == []
+    recorded = json.loads(record.read_text())["candidates"]
+    assert t.candidates() == recorded["default"] and t.candidates(truncate=True) == recorded["truncate"]
+    why = t.reason_illegal(dict(STAGES=3))
+    assert why == "k7: STAGES must be 2, 4 or 8: the stage index advances by a mask toggle"
+    assert why in (LAB.kernels_dir / "k7_unroll_xor_stages.cu").read_text()
+    assert "def reason_illegal" not in Path(t.__file__).read_text()

@@ -43,6 +43,7 @@
 // (make ncu-table) against the bank model (models.py). With A_MMAJOR = 1 the A copies are LDGSTS.E.LTC128B
 // (4 bytes) in both entry points, and A is read by LDS.128 at one k instead of along k.
 
+// BEGIN PARAMETERS
 #ifndef BM
 #define BM 128      // block tile rows: 8 per thread x THR_M = 16
 #endif
@@ -79,12 +80,14 @@
 
 #define THREADS (THR_M * THR_N)                                        // threads per block
 #define SMEM_BYTES (STAGES * (BM * BK + BN * BK) * sizeof(float))      // dynamic, bytes
+// END PARAMETERS
 
 #include "cute_sgemm.cuh"
 
 namespace c5 {
 using namespace cute;
 
+// BEGIN PARAMETERS
 constexpr int log2i(int x) { return x <= 1 ? 0 : 1 + log2i(x / 2); }
 constexpr int B_COLS = BN < THREADS ? BN : THREADS;   // scalar B copy: threads across a row
 
@@ -109,6 +112,7 @@ static_assert(A_PACKED == 0 || (A_PACKED == 1 && A_MMAJOR == 1 && THREADS % BK =
 static_assert(FMA_ORDER >= 0 && FMA_ORDER <= 2, "c5: FMA_ORDER is 0 (cute::gemm), 1 (n outer) or 2 (m outer)");
 static_assert(SMEM_BYTES <= 227 * 1024, "c5: STAGES x (BM + BN) x BK floats exceed 227 KB, the most a block may use "
                                         "(sm_86/89/120 give 99 KB; the launcher checks the device)");
+// END PARAMETERS
 
 using TileM = Int<BM>;
 using TileN = Int<BN>;
