@@ -19,6 +19,7 @@ What a part's run does, for the student's kernel (K_s) and the reference kernel 
      (common.timing: L2 flushed, median); C poisoned before each K_s block and checked after it.
   3. Fresh inputs copied into the same buffers, C poisoned, K_s once, checked: a kernel that
      returns an earlier result (keyed on pointers or shape) is caught here.
+  4. For a part with a bandwidth or bitwise check: that measurement at the check's shape (measures.py).
 K_s is launched with the reference row (threads, grid, shared memory from the reference kernel).
 
 Parent side (grader.py calls these):
@@ -248,9 +249,36 @@ def run_one_part(lab, g, item, out_file):
         flusher.buf.free()
     except cuda.Error as e:
         crash(res["stage"], label, e)
+    # 4. the measured kinds (measures.py) at their Check's shape: bandwidth, bitwise
+    for c in part.checks:
+        if c.kind in ("bandwidth", "bitwise"):
+            res["stage"] = c.kind
+            _write_json(out_file, res)
+            try:
+                res[c.kind] = _measure(lab, g, k, c, funcs, item, rng)
+            except cuda.Error as e:
+                crash(c.kind, _label(k, k.variant_for(*c.shape), c.shape), e)
     res["stage"] = "done"
     _write_json(out_file, res)
     return res
+
+
+def _measure(lab, g, k, check, funcs, item, rng):
+    """One measured kind (measures.py) at check.shape, with the variant the shape picks."""
+    from common.device import gpu_facts
+    from common.kernels import load_function
+    from common.timing import L2Flusher
+    import pycuda.driver as cuda
+    from . import measures
+    variant = k.variant_for(*check.shape)
+    if check.kind == "bandwidth":
+        flusher = L2Flusher(gpu_facts()["l2_bytes"])
+        try:
+            return measures.measure_bandwidth(cuda, k, funcs[variant], check.shape, rng, flusher, g.TIMING_BUDGET_S)
+        finally:
+            flusher.buf.free()
+    ref = load_function(item["reference_cubin"], k.entries[variant], k.shared_bytes, k.signature)
+    return measures.measure_bitwise(cuda, k, funcs[variant], ref, check.shape, rng)
 
 
 def worker_parts(lab, g, spec_file, out_dir):

@@ -402,13 +402,16 @@ def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env):
             raw[c.name] = _correct(gpu_res)
         elif c.kind == "fast":
             raw[c.name] = _fast(gpu_res, g.SPEED_PCT)
+        elif c.kind in ("bandwidth", "bitwise"):
+            from . import measures
+            raw[c.name] = getattr(measures, f"{c.kind}_verdict")(gpu_res, c)
         elif c.kind == "race-free":
             status, reason = race or (FAIL, "racecheck did not run")
             raw[c.name] = (status, reason, {})
         elif facts is None:
             raw[c.name] = (SKIPPED, f"SASS not read: {sass_error}", {})
         else:
-            ok, reason = static.run_check(c.kind, compiled, facts)
+            ok, reason = static.run_check(c.kind, compiled, facts, c)
             raw[c.name] = (PASS if ok else FAIL, reason, {})
     out = []
     for c in part.checks:

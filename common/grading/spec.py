@@ -23,8 +23,10 @@ A lab's grading/ folder (data, no code; loaded as lab.module("grading.parts")):
     wrong/*.patch  a unified diff against the reference kernel each (a few lines; a line that
                    carries the bug says `BUG`; `BUG [effect]` names what the simulated GPU does)
 
-Check kinds: computes-fp32, computes-tensor, cp-async, registers, lds128, float4-global (static.py,
-from ptxas and SASS); correct, race-free, fast (the GPU; grader.py). GRADE_TIMING_SIZE overrides
+Check kinds: computes-fp32, computes-tensor, cp-async, registers, lds128, float4-global,
+bytes-in-flight, ordered-reduce (static.py, from ptxas and SASS); correct, race-free, fast (the GPU;
+grader.py); bandwidth, bitwise (the GPU; measures.py: % of the copy bandwidth, the same bits run
+after run). A Check's `shape` and `threshold` parametrize the kinds that need one (measures.py). GRADE_TIMING_SIZE overrides
 TIMING_SIZE (the grader's tests on a simulated GPU set it small; nothing else should).
 """
 import os
@@ -34,7 +36,9 @@ from pathlib import Path
 from ..errors import CourseError
 
 STATIC_KINDS = ("computes-fp32", "computes-tensor", "cp-async", "registers", "lds128", "float4-global",
-                "bytes-in-flight", "ordered-reduce", "float2-store")
+                "bytes-in-flight", "ordered-reduce", "float2-store",
+                "cp-async-fence",   # fences.py: every cp.async loop waits, then a barrier, before its shared loads
+                "probe")            # hostprobe.py: a lab's host program around the student's file, and its verdict
 GPU_KINDS = ("correct", "race-free", "fast", "bandwidth", "bitwise")
 
 DEFAULTS = {
@@ -58,6 +62,8 @@ class Check:
     kind: str                 # see the module docstring
     needs_gpu: bool = False
     requires: str = ""        # a check of the same part that must pass first (else this one fails too)
+    shape: tuple = ()         # (M, N, K) the kind runs at (bandwidth, bitwise)
+    threshold: float = 0.0    # bytes-in-flight: bytes per thread; bandwidth: % of the copy
 
 
 @dataclass(frozen=True)
@@ -129,11 +135,11 @@ class Grading:
         self.code_parts = list(self.data.PARTS)
         self.regions = {r.id: r for r in getattr(self.data, "REGIONS", [])}
         self.wrong = list(getattr(self.data, "WRONG", []))
+        self.given = list(getattr(self.data, "GIVEN", []))
         self.questions = list(getattr(self.qdata, "QUESTIONS", []))
         self.predictions = list(getattr(self.qdata, "PREDICTIONS", []))
         self.answers_intro = getattr(self.qdata, "ANSWERS_INTRO", "")
         self.build_dir = Path(os.environ.get("GRADE_BUILD") or lab.build_dir / "grade")   # never build/<arch>
-        self.given = list(getattr(self.data, "GIVEN", []))
         self.reports_dir = lab.reports_dir / "grade"
         self._validate()
 
@@ -145,10 +151,6 @@ class Grading:
                 if c.kind not in STATIC_KINDS + GPU_KINDS:
                     raise CourseError(f"grading/parts.py: {p.name} {c.name}: no check kind {c.kind!r}",
                                       hint=f"kinds: {', '.join(STATIC_KINDS + GPU_KINDS)}")
-        for w in self.wrong:
-            if w.part not in names:
-                raise CourseError(f"grading/parts.py WRONG: {w.patch} is graded as {w.part!r}, which is no part",
-                                  hint=f"parts: {', '.join(names)}")
         for name in self.given:
             self.lab.kernel(name)
             if name in {p.kernel for p in self.code_parts}:
@@ -163,6 +165,10 @@ class Grading:
             if q.why and not q.grade_reason(q.why_model)[0]:
                 raise CourseError(f"grading/questions.py {q.id}: why_model does not pass its own key ideas: "
                                   f"{q.grade_reason(q.why_model)[1]}")
+        for w in self.wrong:
+            if w.part not in names:
+                raise CourseError(f"grading/parts.py WRONG: {w.patch} is graded as {w.part!r}, which is no part",
+                                  hint=f"parts: {', '.join(names)}")
 
     # --- parts ---------------------------------------------------------------------------------
     @property

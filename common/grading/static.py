@@ -4,7 +4,10 @@
     compile_student(lab, part, source, arch, build_dir) -> Compiled: resources per entry, cubin, or
                                       the nvcc error line ("does not compile: ...")
     sass_facts(compiled)              -> {entry: {"families": {...}, "fp16": Counter, "opcodes": Counter}}
-    run_check(kind, compiled, facts)  -> (ok, reason) for the static kinds (common.grading.spec)
+    run_check(kind, compiled, facts, check=None) -> (ok, reason) for the static kinds (common.grading.spec)
+    bytes_in_flight(listing)          -> the most global-load bytes one thread issues between two math
+                                      instructions (FFMA, HFMA2, HMMA, DFMA): what Little's law counts
+    atomics(opcodes)                  -> (floating-point atomics, integer atomics): Counters of opcodes
     fp16_ops(text)                    -> {kernel: Counter}: FP16 arithmetic and conversions in SASS
 
 The student's kernel is built with the course's own flags (common.build.NVCC_FLAGS), the row's own
@@ -19,6 +22,7 @@ from pathlib import Path
 from .. import build as nvbuild
 from .. import sass as sassmod
 from ..errors import CourseError
+from . import fences
 
 # FP16 (and BF16) arithmetic and conversions. HFMA2.MMA / HFMA2 with a zero product (`-RZ, RZ`) is how
 # ptxas moves a constant into a register: not math, and every FP32 kernel has some.
@@ -112,27 +116,86 @@ def sass_facts(compiled):
     text = sassmod.disassemble(compiled.cubin)
     counts, half = sassmod.opcode_counts(text), fp16_ops(text)
     return {entry: {"families": sassmod.family_counts(counts.get(entry, Counter())),
-                    "opcodes": counts.get(entry, Counter()), "fp16": half.get(entry, Counter())}
+                    "opcodes": counts.get(entry, Counter()), "fp16": half.get(entry, Counter()),
+                    "bytes_in_flight": bytes_in_flight(sassmod.kernel_listing(text, entry)),
+                    "fence_problems": fences.problems(sassmod.kernel_listing(text, entry))}
             for entry in compiled.row.entries.values()}
+
+
+_MATH_BASES = {"FFMA", "HFMA2", "HMMA", "DFMA"}
+_LOAD_WIDTH = {"128": 16, "64": 8, "U16": 2, "S16": 2, "U8": 1, "S8": 1}
+
+
+def bytes_in_flight(listing):
+    """The most bytes of global loads (LDG, any width; 4 bytes unless .128/.64/.U16/.U8 say otherwise)
+    that one thread issues with no math instruction between them: loads issued before the first
+    instruction that could use them are in flight together. A loop that loads one value, then uses
+    it, then loads the next, keeps one load in flight whatever its trip count. `listing`: lines as
+    common.sass.kernel_listing gives them ("/*0530*/ LDG.E.128.CONSTANT R4, ... ;")."""
+    best = run = 0
+    for line in listing:
+        m = re.match(r"^/\*[0-9a-f]+\*/\s*(@!?U?P[T0-9]\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)", line.strip())
+        if not m or (m.group(1) or "").strip() == "@!PT":
+            continue
+        op = m.group(2)
+        base, mods = op.split(".")[0], op.split(".")[1:]
+        if base in _MATH_BASES:
+            run = 0
+        elif base == "LDG":
+            run += next((w for mod, w in _LOAD_WIDTH.items() if mod in mods), 4)
+            best = max(best, run)
+    return best
+
+
+_FLOAT_MODS = {"F32", "F16", "BF16", "F64", "F16x2", "BF16x2", "F32x2", "FTZ"}
+
+
+def atomics(opcodes):
+    """(floating-point atomics, integer atomics) among the opcodes (a Counter): RED, ATOM, ATOMG, ATOMS."""
+    fl, it = Counter(), Counter()
+    for op, n in opcodes.items():
+        base, mods = op.split(".")[0], set(op.split(".")[1:])
+        if base in ("RED", "ATOM", "ATOMG", "ATOMS", "REDG"):
+            (fl if mods & _FLOAT_MODS else it)[op] += n
+    return fl, it
 
 
 def _fmt_ops(counter, n=4):
     return ", ".join(f"{op} x{c}" for op, c in counter.most_common(n))
 
 
-def run_check(kind, compiled, facts):
+def run_check(kind, compiled, facts, check=None):
     """(ok, reason) for one static check kind (parts.py's docstring lists them). Entry points with
     the same problem share one reason: "sgemm_v6_vec, sgemm_v6_scalar: no FFMA: ..."."""
     found = {}                               # problem -> [entries]
+    threshold = check.threshold if check is not None else 0
     for variant, entry in compiled.row.entries.items():
-        for problem in _problems(kind, variant, compiled.resources[entry], facts[entry]):
+        for problem in _problems(kind, variant, compiled.resources[entry], facts[entry], threshold):
             found.setdefault(problem, []).append(entry)
     reason = "; ".join(f"{', '.join(entries)}: {problem}" for problem, entries in found.items())
     return not found, reason
 
 
-def _problems(kind, variant, r, facts):
+def _problems(kind, variant, r, facts, threshold=0):
     f, half = facts["families"], facts["fp16"]
+    if kind == "bytes-in-flight":
+        got = facts.get("bytes_in_flight", 0)
+        if got >= threshold:
+            return []
+        return [f"at most {got} bytes of global loads in flight per thread before math uses them "
+                f"({threshold:g} needed): each load waits for the math of the one before it (Little's law: "
+                "bandwidth = bytes in flight / latency)"]
+    if kind == "ordered-reduce":
+        fl, it = atomics(facts["opcodes"])
+        if fl:
+            return [f"floating-point atomics ({_fmt_ops(fl)}): partial sums added in whatever order the blocks "
+                    "arrive, so the low bits change from run to run (and C must be zeroed first)"]
+        if not it:
+            return ["no atomic counter: no block can tell when the other splits' partial tiles are written, "
+                    "so the partials are never added (or added before they exist)"]
+        return []
+    if kind == "cp-async-fence":          # fences.py
+        return facts["fence_problems"]
     if kind == "computes-fp32":
         if half:
             return [f"FP16 math in an FP32 kernel: {_fmt_ops(half)}" + ("; and no FFMA" if f["FFMA"] == 0 else "")]
@@ -166,7 +229,6 @@ def _problems(kind, variant, r, facts):
             return [f"{f['LDG.128']} 128-bit global loads (LDG.E.128) in the variant that runs when K or N is not "
                     "a multiple of 4: those rows are not 16-byte aligned"]
         return []
-    raise ValueError(f"not a static check kind: {kind}")
     if kind == "float2-store":
         if variant == "vec" and f["STG.64"] == 0:
             return ["no 64-bit stores of C (STG.E.64): with VEC, a lane's two neighbouring values leave as one float2"]
@@ -174,3 +236,4 @@ def _problems(kind, variant, r, facts):
             return [f"{f['STG.64']} 64-bit stores (STG.E.64) in the variant that runs when N is not a multiple of 4: "
                     "a pair there need not be 8-byte aligned"]
         return []
+    raise ValueError(f"not a static check kind: {kind}")

@@ -177,6 +177,7 @@ __device__ __forceinline__ void step(float (&acc)[MT][elem<T>::VEC], const T* __
 {
     constexpr int VEC = elem<T>::VEC;
     constexpr int U = ku_for<MT, VEC>::value;
+    // BEGIN SOLUTION gemv-step: rows k .. k + U of B (load_b) and the MT x U values of A (load_a), all in flight before the first fmaf into acc; in the tail (FULL false) only K - k rows exist
     const int kvalid = FULL ? U : K - k;
     float b[U][VEC];
 #pragma unroll
@@ -203,6 +204,7 @@ __device__ __forceinline__ void step(float (&acc)[MT][elem<T>::VEC], const T* __
         for (int u = 0; u < U; ++u)
 #pragma unroll
             for (int i = 0; i < VEC; ++i) acc[m][i] = fmaf(a[m][u], b[u][i], acc[m][i]);
+    // END SOLUTION gemv-step
 }
 
 template <typename T, int MT, bool VEC_B>

@@ -1,0 +1,186 @@
+"""Lab 7d's grader, tested without a GPU: the regions and their stubs, the untouched workspace at zero,
+the reference at full static marks, every known-wrong kernel applied to its reference and losing
+exactly what it must here (and for its own reason), the spec's own consistency, the questions'
+and predictions' keys against their near misses. The GPU half is `make grade-selftest` on a GPU (the
+course's GPU test runs it for every graded lab); its verdicts are tested on synthetic data in the
+course's tests/test_grading_measures.py."""
+import math
+import pytest
+
+from common.grading import grader, patches, selftest
+from common.grading import workspace as W
+from common.grading.spec import Grading
+from common.testing import lab_of, needs_cuobjdump
+
+LAB = lab_of(__file__)
+G = Grading(LAB)
+ARCH = "sm_90"
+P = LAB.module("grading.parts")
+Q = LAB.module("grading.questions")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """One batch, as `make grade-selftest NOGPU=1` runs it: reference, untouched, every wrong kernel."""
+    needs_cuobjdump()
+    root = tmp_path_factory.mktemp("grading7d")
+    g = Grading(LAB)
+    g.build_dir = root / "build"
+    env = grader.environment(g, gpu=False, arch=ARCH, seed=12345, work=root / "work")
+    reports = grader.grade_many(g, selftest.jobs(g, root / "ws"), env, progress=False)
+    return {"g": g, "env": env, "reports": reports, "root": root}
+
+
+# ---------------------------------------------------------------------------------------------
+# The spec
+# ---------------------------------------------------------------------------------------------
+
+def test_every_region_has_a_marker_and_a_stub_entry():
+    found = {m.id for p in G.kernel_files().values() for m in W.regions(p.read_text(), p.name)}
+    assert found == set(G.regions)
+
+
+def test_the_markers_are_comments_only():
+    for path in G.kernel_files().values():
+        text = path.read_text()
+        assert W.strip_markers(text).count("\n") == text.count("\n") - 2 * len(W.regions(text))
+
+
+def test_every_part_has_two_known_wrong_kernels_that_lose_for_different_checks_or_reasons():
+    for part in G.code_parts:
+        ws = [w for w in G.wrong if w.part == part.name]
+        assert len(ws) >= 2, part.name
+        assert len({(w.key_check, w.reason) for w in ws}) == len(ws), part.name
+
+
+def test_the_measured_checks_sit_where_their_mistakes_show():
+    """bitwise needs several splits (with 2 the order cannot matter: a + b = b + a) and a layout no
+    correctness shape uses (a counter left behind must show in the repeated runs, not spoil another
+    shape's first launch); bandwidth runs where the GEMV is a copy (M = 1) and big enough to leave L2."""
+    lab_launch = LAB.module("launch")
+    k = LAB.kernel("skinny_fp16")
+    bm, bn = k.tile
+
+    def layout(M, N, K):
+        return (math.ceil(M / bm) * math.ceil(N / bn), lab_launch.splits_of(k, M, N, K, 132))
+    tiles, splits = layout(*P.BITWISE_SHAPE)
+    assert splits >= 3
+    assert (tiles, splits) not in {layout(*s) for s in P.SPLIT_SHAPES}
+    assert len({layout(*s) for s in P.SPLIT_SHAPES}) == len(P.SPLIT_SHAPES)
+    assert max(layout(*s)[1] for s in P.SPLIT_SHAPES) >= 8 and any(s[1] % 8 for s in P.SPLIT_SHAPES)
+    M, N, K = P.BANDWIDTH_SHAPE
+    assert M == 1 and N * K * 4 > 4 * 50 * 2 ** 20          # far past the H200's 50 MB of L2
+
+
+def test_gemv_shapes_cover_the_tail_odd_n_and_every_row_class():
+    k = LAB.kernel("gemv_fp32")
+    assert any(K % 8 for _, _, K in P.GEMV_SHAPES) and any(N % 4 for _, N, _ in P.GEMV_SHAPES)
+    assert {k.variant_for(*s).split("_")[0] for s in P.GEMV_SHAPES} == {"m1", "m4", "m8", "m16"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The batch without a GPU
+# ---------------------------------------------------------------------------------------------
+
+def test_the_untouched_workspace_compiles_and_scores_zero(graded):
+    untouched = graded["reports"][1]
+    for p in untouched.parts:
+        assert not any("does not compile" in (c.reason or "") for c in p.checks), p.name
+        assert p.points == 0, f"{p.name}: {[c.check for c in p.checks if c.status == grader.PASS]}"
+
+
+def test_the_untouched_workspace_holds_no_solution_text(graded):
+    ws = graded["root"] / "ws" / "untouched"
+    gemv, skinny = (ws / "gemv.cu").read_text(), (ws / "skinny_fp16.cu").read_text()
+    assert "fmaf(a[m][u], b[u][i]" not in gemv and "TODO(gemv-step)" in gemv
+    assert "s_last = atomicAdd(counter" not in skinny and "TODO(skinny-ordered-splits)" in skinny
+
+
+def test_the_reference_gets_full_static_marks_on_its_code(graded):
+    ref = graded["reports"][0]
+    for part in G.code_parts:
+        for c in ref.part(part.name).checks:
+            needs_gpu = part.check(c.check).needs_gpu
+            assert c.status == (grader.NEEDS_GPU if needs_gpu else grader.PASS), f"{part.name} {c.check}: {c.reason}"
+
+
+def test_the_selftest_expectations_hold_without_a_gpu(graded):
+    assert selftest.expectations(graded["g"], graded["reports"], graded["env"]) == []
+
+
+def test_each_static_loss_names_its_symptom_not_the_model(graded):
+    reports = dict(zip([w.name for w in G.wrong], graded["reports"][2:]))
+    r = reports["gemv_one_row_at_a_time"].result("gemv", "in-flight")
+    assert r.status == grader.FAIL and "at most 20 bytes" in r.reason
+    r = reports["skinny_atomicadd_into_c"].result("splits", "ordered")
+    assert r.status == grader.FAIL and "F32" in r.reason and "run to run" in r.reason
+    for rep in graded["reports"][2:]:
+        for c in rep.lost():
+            assert "reference" not in c.reason.lower() or "needs" in c.reason, c.reason
+
+
+@pytest.mark.parametrize("w", G.wrong, ids=lambda w: w.name)
+def test_each_known_wrong_kernel_applies_and_is_a_small_marked_change(w, tmp_path):
+    ref = G.kernel_files()[w.part]
+    out = patches.apply_file(G.wrong_file(w), ref, tmp_path / f"{w.name}.cu")
+    p = patches.parse(G.wrong_file(w).read_text(), w.patch)
+    assert p.preamble.startswith(w.name + ":"), "the first line names the bug"
+    code = [l for l in p.added if l.strip() and not l.strip().startswith("//")]
+    assert len(code) <= w.max_diff_lines and out.read_text() != ref.read_text()
+    assert not code or any("BUG" in l for l in code), "an added line says BUG"
+
+
+# ---------------------------------------------------------------------------------------------
+# Questions and predictions
+# ---------------------------------------------------------------------------------------------
+
+def test_every_question_has_a_computed_answer_and_a_model_reason_that_pass():
+    for q in G.questions:
+        assert q.grade(q.answer())[0], q.id
+        assert q.grade_reason(q.why_model)[0], q.id
+
+
+def test_no_question_gives_away_its_reasons_key_ideas():
+    for q in G.questions:
+        assert q.why, f"{q.id} asks for no reason"
+        assert q.pasted_question_passes() == [], q.id
+
+
+def test_a_bare_answer_or_a_keyword_list_is_not_a_reason():
+    q = next(q for q in G.questions if q.id == "own_partial_first_repeatable")
+    assert not q.grade_reason("order changes")[0]
+    assert not q.grade_reason("because the floating point sum is not the same every time you run it")[0]
+
+
+def _pred(pid):
+    return next(p for p in G.predictions if p.id == pid)
+
+
+def test_the_predictions_are_computed_from_the_lab_and_their_near_misses_fail():
+    """The 15 % tolerance (grading/questions.py says why) separates each derivation from its near misses."""
+    tol = lambda p, v: abs(v - p.answer()) <= p.rel_tol * abs(p.answer())
+    floor = _pred("gemv_fp16_floor_us")
+    assert floor.computed and 10 < floor.answer() < 30
+    assert not tol(floor, 2 * floor.answer()) and not tol(floor, floor.answer() / 2)
+    part = _pred("skinny_partials_kib")
+    bm, bn = LAB.kernel("skinny_fp16").tile
+    tiles = math.ceil(16 / bm) * math.ceil(2048 / bn)
+    per_split = tiles * bm * bn * 4 / 1024
+    splits = round(part.answer() / per_split)
+    assert splits * per_split == part.answer() and splits >= 2
+    assert not tol(part, (splits + 1) * per_split) and not tol(part, (splits - 1) * per_split)
+    assert not tol(part, part.answer() / 2)
+    fpb = _pred("gemv_flop_per_byte")
+    assert not tol(fpb, fpb.answer() / 2) and not tol(fpb, fpb.answer() / 6)
+    for p in G.predictions:
+        assert p.rel_tol == pytest.approx(0.15)
+
+
+def test_the_predictions_answers_are_not_in_what_a_student_reads(graded):
+    ws = graded["root"] / "ws" / "untouched"
+    readme = (LAB.dir / "README.md").read_text() + (LAB.dir / "grading" / "README.md").read_text()
+    texts = readme + "".join(f.read_text() for f in ws.iterdir() if f.is_file())
+    for p in G.predictions:
+        v = p.answer()
+        for shown in {f"{v:.0f}", f"{v:.1f}", f"{v:.2f}", f"{v:g}"} - {str(n) for n in range(10)}:
+            assert f" {shown} " not in texts and f" {shown}\n" not in texts, (p.id, shown)
