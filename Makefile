@@ -20,10 +20,17 @@ LABS := $(if $(LAB),$(or $(filter labs/$(LAB) labs/$(LAB)-%,$(ALL_LABS)),$(filte
 LAB_TARGETS := build bench sass tune bounds compare selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest grade-class grade-class-demo
 # WORKSPACE=path, JSON=file, SUBMISSIONS=, OUT= and DEST= are relative to where make was started: made
 # absolute; with several labs, each lab's is a folder (JSON: a suffix) named for the lab
-MANY := $(word 2,$(LABS))
-LAB_VARS = $(if $(WORKSPACE),WORKSPACE=$(abspath $(WORKSPACE))$(if $(MANY),/$$(basename $$d))) \
+# The graded targets run for the labs that have graded exercises (grading/parts.py), or, when LAB names
+# only labs without, for those (each says it has none). "Several labs" counts the labs a target runs for.
+GRADING_TARGETS := workspace grade grade-selftest grade-class grade-class-demo
+GRADED_LABS := $(or $(foreach d,$(LABS),$(if $(wildcard $(d)/grading/parts.py),$(d))),$(LABS))
+LABS_OF = $(if $(filter $(GRADING_TARGETS),$(1)),$(GRADED_LABS),$(LABS))
+MANY = $(word 2,$(call LABS_OF,$@))
+LAB_VARS = $(if $(WORKSPACE),WORKSPACE=$(call WORKSPACE_OF,$$d)) \
            $(if $(JSON),JSON=$(abspath $(JSON))$(if $(MANY),.$$(basename $$d).json)) \
            $(foreach v,SUBMISSIONS OUT DEST,$(if $($(v)),$(v)=$(abspath $($(v)))$(if $(MANY),/$$(basename $$d))))
+# a lab's workspace, for the shell variable named in $(1): WORKSPACE (a folder per lab when several), or its own
+WORKSPACE_OF = $(if $(WORKSPACE),$(abspath $(WORKSPACE))$(if $(MANY),/$$(basename $(1))),$(CURDIR)/$(1)/workspace)
 
 .PHONY: all test $(LAB_TARGETS) clean distclean help labs
 
@@ -34,7 +41,8 @@ help:
 	@echo "make workspace | grade (WORKSPACE=path, PARTS=.., NOGPU=1) | grade-selftest: the graded exercises"
 	@echo "make grade-class SUBMISSIONS=dir (JOBS=, SLURM=1|print, MERGE=1) | grade-class-demo DEST=dir: a class"
 	@echo "make notebooks (NOTEBOOKS_OUT=dir) | strip-notebooks | labs"
-	@echo "options: LAB=lab07 (one lab), ARCH=sm_86 or ARCH=all (build), PYTHON=python3 (your own environment)"
+	@echo "options: LAB=lab07 (one lab), ARCH=sm_86 or ARCH=all (build), PYTHON=python3 (your own environment),"
+	@echo "         V=1 (make test: every build's table, every test and skip)"
 	@echo "labs: $(notdir $(ALL_LABS))"
 
 labs:
@@ -49,18 +57,31 @@ BUILD_JOBS := 2
 # file stays on one worker, so its fixtures are built once. JOBS=1 runs everything in one process.
 TEST_JOBS = $(if $(filter 1,$(JOBS)),,$(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo '-n $(or $(JOBS),auto) --dist loadfile'))
 
-# the labs build side by side (one lab's last slow compile no longer leaves the other cores idle); each
-# lab's output is printed whole when it is done, and a failed build stops make test before pytest
+# Quiet by default: a line per lab for its build, a line per lab for its tests, pytest's summary; a
+# failure is printed in full (a failed build's output, a failed test's traceback), and so is a build
+# that spills. V=1: every build's register table, pytest's progress and every skip with its reason.
+# The labs build side by side (one lab's last slow compile no longer leaves the other cores idle); a
+# failed build stops make test before pytest.
+QUIET_PYTEST := -q -rfE -o console_output_style=classic -p common.pytest_summary
 test: $(SETUP)
 	@printf '%s\n' $(LABS) | xargs -P $(BUILD_JOBS) -I{} sh -c \
-	  'echo "building {} ..."; out=$$($(MAKE) --no-print-directory -C {} build 2>&1); s=$$?; printf "%s\n" "$$out"; exit $$s' || exit 1
-	$(PYTHON) -m pytest $(TEST_JOBS) $(if $(LAB),$(addsuffix /tests,$(LABS)),tests labs)
+	  'out=$$($(MAKE) --no-print-directory -C {} build 2>&1); s=$$?; \
+	   if [ $$s -ne 0 ] || [ -n "$(V)" ] || printf "%s" "$$out" | grep -q SPILLS; then printf "== {}: make build\n%s\n" "$$out"; fi; \
+	   if [ $$s -eq 0 ]; then echo "built {}"; else echo "make build failed in {}"; fi; exit $$s' || exit 1
+	@$(PYTHON) -m pytest $(TEST_JOBS) $(if $(V),,$(QUIET_PYTEST)) $(if $(LAB),$(addsuffix /tests,$(LABS)),tests labs)
 
-$(LAB_TARGETS): $(SETUP)
-	@for d in $(LABS); do echo "== $$d: make $@"; $(MAKE) --no-print-directory -C $$d $@ $(LAB_VARS) || exit 1; done
+$(filter-out workspace,$(LAB_TARGETS)): $(SETUP)
+	@for d in $(call LABS_OF,$@); do echo "== $$d: make $@"; $(MAKE) --no-print-directory -C $$d $@ $(LAB_VARS) || exit 1; done
+
+# a lab whose workspace exists already is left alone (it may hold your work), and the others are made
+workspace: $(SETUP)
+	@for d in $(GRADED_LABS); do ws=$(call WORKSPACE_OF,$$d); \
+	  if [ -z "$(FORCE)" ] && [ -n "$$(ls -A "$$ws" 2>/dev/null)" ]; then \
+	    echo "== $$d: $$ws exists: kept as it is (FORCE=1 replaces it, keeping the old one as $$ws.old)"; continue; fi; \
+	  echo "== $$d: make workspace"; $(MAKE) --no-print-directory -C $$d workspace WORKSPACE=$$ws || exit 1; done
 
 clean:
-	@for d in $(ALL_LABS); do $(MAKE) --no-print-directory -C $$d clean; done
+	@for d in $(LABS); do $(MAKE) --no-print-directory -C $$d clean; done
 
 distclean: clean
 	rm -rf .venv

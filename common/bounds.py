@@ -73,8 +73,8 @@ def builds(lab, name, bk=None):
 
 def bounds(lab, args):
     from .targets import Measurer, needs_gpu, _slug
+    spec, rows_to_time = builds(lab, args.kernel, getattr(args, "bk", None))   # a wrong KERNEL or BK first
     facts = needs_gpu("bounds", lab)
-    spec, rows_to_time = builds(lab, args.kernel, getattr(args, "bk", None))
     name = rows_to_time[0][2].base_name
     size = args.size or 4096
     lab.build([k for _, _, k in rows_to_time], [facts["arch"]])

@@ -97,7 +97,7 @@ def table_row(lab, name):
 
 def compare(lab, args):
     from .targets import BASELINE, Measurer, needs_gpu, _slug
-    facts = needs_gpu("compare", lab)
+    # the arguments first: a wrong KERNEL, BUILDS, SIZES or ROUNDS is told so here, with or without a GPU
     if not args.kernel:
         raise CourseError("make compare needs KERNEL=name", hint="one of: " + ", ".join(k.name for k in lab.all_kernels))
     base = table_row(lab, args.kernel)
@@ -111,6 +111,7 @@ def compare(lab, args):
         refused = [why for k in builds for why in [k.refusal(M, N, K)] if why]
         if refused:
             raise CourseError(refused[0], hint="choose SIZES the kernel serves")
+    facts = needs_gpu("compare", lab)
     lab.build(builds, [facts["arch"]])
     m = Measurer(lab, facts)
     rows = []

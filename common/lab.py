@@ -126,10 +126,11 @@ class Lab:
     def _include_dirs(k):
         return [d() if callable(d) else d for d in k.include_dirs]
 
-    def build(self, kernels, archs, jobs=None):
+    def build(self, kernels, archs, jobs=None, progress=None):
         """Compile every (kernel, arch) pair that is stale; returns {(name, arch): ptxas resources}.
-        A kernel that cannot run on an arch (Kernel.archs) is left out of that arch's build."""
-        from concurrent.futures import ThreadPoolExecutor
+        A kernel that cannot run on an arch (Kernel.archs) is left out of that arch's build.
+        progress(done, total, what) is called as each pair is done (compiled, or found up to date)."""
+        from concurrent.futures import ThreadPoolExecutor, as_completed
         import os
         pairs = [(k, self.build_arch(k, a)) for k in kernels for a in archs]
         pairs = [(k, a) for k, a in pairs if a]
@@ -137,6 +138,10 @@ class Lab:
             futures = {(k.name, a): pool.submit(nvbuild.compile_cubin, k.path, k.cubin(self.build_dir_of(k), a), a,
                                                 k.defines, flags=k.nvcc_flags, include_dirs=self._include_dirs(k))
                        for k, a in pairs}
+            if progress:
+                names = {f: key for key, f in futures.items()}
+                for done, f in enumerate(as_completed(names), 1):
+                    progress(done, len(names), f"built {names[f][0]} for {names[f][1]}")
             return {key: f.result() for key, f in futures.items()}
 
     def build_dir_of(self, k):

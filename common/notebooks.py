@@ -2,8 +2,10 @@
 
     NOTEBOOKS_DIR                 the repository's notebooks/
     notebook_paths(folder=None)   every .ipynb there, sorted (checkpoints skipped)
-    output_problems(path)         -> ["cell 4: 2 outputs", ...]; [] when the file is clean (plain JSON:
-                                  needs nothing installed)
+    output_problems(path, text=None) -> ["cell 4: 2 outputs", ...]; [] when the notebook is clean
+                                  (plain JSON: needs nothing installed)
+    committed_text(path)          the notebook as git's index holds it (what a commit takes): the
+                                  test checks that, so a notebook run and saved breaks nothing
     strip(path)                   -> True if it changed the file: outputs, execution counts and what
                                   Jupyter saves about one machine's session removed (`make strip-notebooks`)
     execute(path, out_dir=None, timeout=600) -> Run: ok, seconds, error, summary. The kernel's working
@@ -44,9 +46,30 @@ def notebook_paths(folder=None):
     return sorted(p for p in folder.glob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 
-def output_problems(path):
-    """What keeps `path` from being a clean, output-free notebook, one line each."""
-    nb = json.loads(Path(path).read_text())
+def committed_text(path):
+    """The notebook as it will be committed: git's index (the staged copy, else the last commit's), so
+    that a student who runs a notebook and saves it changes only the working copy, which nothing
+    checks. The file itself when git does not track it (a notebook not added yet); None when the
+    folder is not a git checkout (an unpacked copy: nothing is committed there)."""
+    import subprocess
+    path = Path(path).resolve()
+    try:
+        top = subprocess.run(["git", "-C", str(path.parent), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if top.returncode != 0:
+        return None
+    rel = path.relative_to(Path(top.stdout.strip()).resolve()).as_posix()
+    staged = subprocess.run(["git", "-C", top.stdout.strip(), "show", f":{rel}"], capture_output=True,
+                            text=True, timeout=30)
+    return staged.stdout if staged.returncode == 0 else path.read_text()
+
+
+def output_problems(path, text=None):
+    """What keeps `path` (or its text, e.g. committed_text's) from being a clean, output-free notebook,
+    one line each."""
+    nb = json.loads(text if text is not None else Path(path).read_text())
     bad = []
     for i, cell in enumerate(nb.get("cells", [])):
         if cell.get("cell_type") != "code":

@@ -15,6 +15,7 @@ What each reads from the lab's table (common.lab):
     selfcheck  SELFCHECK_SHAPES, every variant of every row on each shape it serves
 """
 import datetime
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,17 +34,39 @@ DEFAULT_SIZES = [1024, 2048, 4096]
 SELFCHECK_SHAPES = [(1, 1, 8), (17, 33, 16), (130, 260, 104), (257, 129, 512), (300, 200, 8), (96, 385, 1000)]
 
 
+def gpu_needed(lab=None):
+    """The GPUs a lab's own kernels run on, in words: 'an NVIDIA GPU of sm_80 or newer', or 'an NVIDIA
+    Hopper GPU (sm_90)' for a lab whose every row is built for sm_90a only."""
+    rows = lab.own() if lab is not None else []
+    if rows and all(k.archs for k in rows):
+        lowest = min((a for k in rows for a in k.archs), key=lambda a: int(re.sub(r"\D", "", a)))
+        number = re.sub(r"\D", "", lowest)
+        if lowest.endswith("a"):          # sm_90a: that architecture's GPUs only
+            return f"an NVIDIA {'Hopper ' if number == '90' else ''}GPU (sm_{number})"
+        return f"an NVIDIA GPU of sm_{number} or newer"
+    return "an NVIDIA GPU of sm_80 or newer"
+
+
+def walkthrough_notebook(lab):
+    """The lab's notebook (notebooks/<lab's short name>_*.ipynb), as a path from the repository root, or None."""
+    from .notebooks import NOTEBOOKS_DIR
+    found = sorted(NOTEBOOKS_DIR.glob(f"{lab.short}_*.ipynb")) if lab is not None else []
+    return f"notebooks/{found[0].name}" if found else None
+
+
 def needs_gpu(target, lab=None, command=None):
-    """This GPU's facts, or one short message: which target needs a GPU, and what works without one.
-    command: what to call it in that message when it is not `make <target>` (a lab's tool script)."""
+    """This GPU's facts, or one short message: which target needs a GPU (of which architecture), and
+    what works without one. command: what to call it in that message when it is not `make <target>`
+    (a lab's tool script)."""
     from .device import gpu_status
     ok, why = gpu_status()
     if not ok:
         where = f" {lab.dir.relative_to(lab.dir.parents[1])}/results/" if lab else " the lab's results/"
+        notebook = walkthrough_notebook(lab)
+        shows = f" and {notebook} shows them" if notebook else ""
         raise CourseError(f"`{command or 'make ' + target}` needs an NVIDIA GPU, and cannot use one here: {why}",
-                          hint=f"run it on a machine with an NVIDIA GPU (sm_80 or newer); the numbers recorded on one are in"
-                               f"{where} and the walkthrough notebook shows them; `make`, `make sass` and `make test` "
-                               "work here")
+                          hint=f"run it on a machine with {gpu_needed(lab)}; the numbers recorded "
+                               f"on one are in{where}{shows}; `make`, `make sass` and `make test` work here")
     from .device import gpu_facts
     return gpu_facts()
 
@@ -105,14 +128,16 @@ def build(lab, args):
 
 # --- make sass -------------------------------------------------------------------------------
 
-def sass_counts(lab, arch, kernels=None, notes=None):
+def sass_counts(lab, arch, kernels=None, notes=None, progress=None):
     """{entry: family counts} for every entry point of `kernels` that builds for `arch`. A build with
     parameters is keyed by its entry and its parameters (sgemm_v8_vec[STAGES4]); notes {kernel name:
-    text} are appended to the rows' labels."""
+    text} are appended to the rows' labels. progress(i, n, what): each kernel built, then disassembled."""
     kernels = [k for k in (kernels or lab.all_kernels) if lab.build_arch(k, arch)]
-    lab.build(kernels, [arch])
+    lab.build(kernels, [arch], progress=progress)
     out = {}
-    for k in kernels:
+    for i, k in enumerate(kernels, 1):
+        if progress:
+            progress(i, len(kernels), f"disassembling {k.name} ({arch})")
         text = sassmod.disassemble(k.cubin(lab.build_dir_of(k), lab.build_arch(k, arch)))
         counts, banks = sassmod.opcode_counts(text), register_banks.ffma_bank_conflicts(text)
         note = f" ({notes[k.name]})" if notes and k.name in notes else ""
@@ -125,6 +150,21 @@ def sass_counts(lab, arch, kernels=None, notes=None):
     return out
 
 
+def sass_progress(n, arch, stream=None):
+    """What `make sass` says while it compiles and disassembles (a first run compiles every kernel: a
+    minute for CuTe's): on a terminal, one status line rewritten per kernel; in a log, one line."""
+    import sys
+    stream = stream or sys.stderr
+    if stream.isatty() and not os.environ.get("CI"):
+        def show(i, total, what):
+            print(f"\r\033[K[{i}/{total}] {what}", end="", file=stream, flush=True)
+            if what.startswith("disassembling") and i == total:
+                print("\r\033[K", end="", file=stream, flush=True)
+        return show
+    print(f"compiling (where stale) and disassembling {n} kernels for {arch} ...", file=stream, flush=True)
+    return None
+
+
 def sass(lab, args):
     archs = nvbuild.resolve_archs(getattr(args, "arch", None))
     if getattr(args, "arch", None) is None and len(archs) > 1:
@@ -133,8 +173,9 @@ def sass(lab, args):
     record = {}
     for arch in archs:
         tuned = tuned_builds(lab, arch)
-        counts = sass_counts(lab, arch, lab.all_kernels + [k for k, _ in tuned.values()],
-                             notes={name: note for name, (_, note) in tuned.items()})
+        kernels = lab.all_kernels + [k for k, _ in tuned.values()]
+        counts = sass_counts(lab, arch, kernels, notes={name: note for name, (_, note) in tuned.items()},
+                             progress=sass_progress(len(kernels), arch))
         record[arch] = counts
         columns = [c for c in sassmod.COLUMNS if any(r[c] for r in counts.values())] or sassmod.COLUMNS
         cols = [("kernel", "kernel", "")] + [(c, c, "d") for c in columns]

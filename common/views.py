@@ -16,14 +16,16 @@ table: INNER_LOOPS {name: (kernel, variant)}, CHECK_SHAPES, HIERARCHY (common.hi
     measure(lab, sizes, out_dir=None)  -> (record, path): `make bench`'s measurement at `sizes`, its
                                    files written to notebook_dir(lab) (reports/notebook/, ignored by git)
     ladder_charts(lab, record)     -> PNG paths: common.plots.ladder_chart per ladder, in notebook_dir(lab)
-    probe_outputs(lab, live)       -> ({entry: output}, where from) or (None, why not): the lab's
-                                   fragment probe (lab.module("probe")) run now on a GPU, else the
-                                   newest results/fragments-probe_*.json
+    probe_outputs(lab, live, measure=False) -> ({entry: output}, where from) or (None, why not): the lab's
+                                   fragment probe as recorded on this GPU's architecture, run now
+                                   (lab.module("probe")) with measure=True or no such record; without
+                                   a GPU, the newest results/fragments-probe_*.json
     probe_verdicts(outputs)        -> one PASS/FAIL line per probe entry point (fragments.check_probe)
 """
 import contextlib
 import io
 from argparse import Namespace
+from pathlib import Path
 
 import numpy as np
 
@@ -214,18 +216,44 @@ def ladder_charts(lab, record, out_dir=None):
 
 # --- fragments -------------------------------------------------------------------------------
 
-def probe_outputs(lab, live, results_dir=None):
-    """The fragment probe's outputs: measured now on a GPU (the lab's probe.run_all), else the
-    newest results/fragments-probe_*.json. Returns ({entry: array}, where from) or (None, why not)."""
-    if live:
-        from .device import gpu_status
-        return lab.module("probe").run_all(), f"measured now on {gpu_status()[1]}"
+def probe_outputs(lab, live, results_dir=None, measure=False, arch=None):
+    """The fragment probe's outputs, as ({entry: array}, where from) or (None, why not). The layouts
+    are fixed by the architecture, so a probe recorded on this GPU's architecture is read, not run
+    again (the probe compiles a kernel and starts CUDA in the notebook's process: on a GPU busy with
+    other work that took minutes); measure=True runs it now (the lab's probe.run_all), and so does a
+    GPU with no record of its architecture. Without a GPU: the newest results/fragments-probe_*.json."""
     rec, path = records.newest(results_dir or lab.results_dir, "fragments-probe_*.json")
+    if live:
+        arch = arch or lab.gpu_arch()
+        mine = _newest_of_arch(results_dir or lab.results_dir, "fragments-probe_*.json", arch)
+        if measure or mine[0] is None:
+            from .device import gpu_status
+            return lab.module("probe").run_all(), f"measured now on {gpu_status()[1]}"
+        rec, path = mine
+        return _probe_arrays(rec), (f"recorded on this GPU's architecture ({arch}; the layouts are the "
+                                    f"architecture's): {records.provenance(rec, path, root=_root(lab))}")
     if rec is None:
         return None, ("no probe results recorded yet (results/fragments-probe_*.json): on a machine with a GPU, "
                       "`python3 probe.py` in the lab folder measures and saves them")
-    outputs = {e: np.asarray(v, dtype=fragments.PROBE_DTYPES[e]) for e, v in rec["outputs"].items()}
-    return outputs, f"recorded: {records.provenance(rec, path, root=_root(lab))}"
+    return _probe_arrays(rec), f"recorded: {records.provenance(rec, path, root=_root(lab))}"
+
+
+def _probe_arrays(rec):
+    return {e: np.asarray(v, dtype=fragments.PROBE_DTYPES[e]) for e, v in rec["outputs"].items()}
+
+
+def _newest_of_arch(directory, pattern, arch):
+    """The newest record of `pattern` measured on a GPU of `arch`, or (None, None)."""
+    import json
+    found = []
+    for p in sorted(Path(directory).glob(pattern)):
+        try:
+            rec = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if rec.get("gpu", {}).get("arch") == arch:
+            found.append((rec.get("run", {}).get("date", ""), p.name, rec, p))
+    return (found[-1][2], found[-1][3]) if found else (None, None)
 
 
 def probe_verdicts(outputs):

@@ -1,0 +1,292 @@
+"""A new student's first hour, from a fresh clone: the rough edges found by trying the course, each
+pinned. The Makefiles are run for real in a small course made in a temporary folder (the top
+Makefile and mk/lab.mk, two labs, a stand-in for Python that records what it was asked), or with
+`make -n` in this checkout; nothing here compiles a kernel."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from common import notebooks
+from common.errors import CourseError
+from common.lab import all_lab_dirs, load
+
+ROOT = Path(__file__).resolve().parents[1]
+needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+
+# a stand-in for $(PYTHON): logs its arguments; `-m common workspace --dest D` makes D with a file in
+# it, `-m common build` prints a register table, `-m pytest` says what it was given
+FAKE_PYTHON = r"""#!/bin/sh
+echo "$*" >> "$FAKE_LOG"
+[ "$1" = "-m" ] || exit 1
+if [ "$2" = common ]; then
+  target=$3; dest=""; prev=""
+  for a in "$@"; do [ "$prev" = "--dest" ] && dest=$a; prev=$a; done
+  case $target in
+    workspace) mkdir -p "$dest" && echo made > "$dest/v5.cu" ;;
+    build) echo "kernel  arch   regs"; echo "k1      sm_90    40"; echo "full data: reports/build.json" ;;
+  esac
+elif [ "$2" = pytest ]; then
+  echo "pytest was given: $*"
+fi
+"""
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A course of two labs: alpha has graded exercises (grading/parts.py), beta has none; both built."""
+    root = tmp_path / "course"
+    (root / "mk").mkdir(parents=True)
+    shutil.copy(ROOT / "Makefile", root / "Makefile")
+    shutil.copy(ROOT / "mk" / "lab.mk", root / "mk" / "lab.mk")
+    for name, graded in (("lab01-alpha", True), ("lab02-beta", False)):
+        lab = root / "labs" / name
+        (lab / "build").mkdir(parents=True)
+        (lab / "build" / "k1.cubin").write_text("")
+        (lab / "lab.py").write_text("LADDERS = {}\n")
+        (lab / "Makefile").write_text("include ../../mk/lab.mk\n")
+        if graded:
+            (lab / "grading").mkdir()
+            (lab / "grading" / "parts.py").write_text("")
+    python = tmp_path / "python"
+    python.write_text(FAKE_PYTHON)
+    python.chmod(0o755)
+    log = tmp_path / "python.log"
+
+    def make(*args, cwd=root):
+        env = {**os.environ, "FAKE_LOG": str(log)}
+        env.pop("MAKEFLAGS", None)
+        p = subprocess.run(["make", "--no-print-directory", f"PYTHON={python}", *args], cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout + p.stderr
+    return SimpleNamespace(root=root, make=make, log=log,
+                           calls=lambda: log.read_text().splitlines() if log.exists() else [])
+
+
+@needs_make
+def test_make_clean_with_lab_cleans_only_that_lab(course):
+    status, out = course.make("clean", "LAB=lab01")
+    assert status == 0, out
+    assert not (course.root / "labs" / "lab01-alpha" / "build").exists()
+    assert (course.root / "labs" / "lab02-beta" / "build" / "k1.cubin").exists()
+
+
+@needs_make
+def test_workspace_from_the_top_keeps_an_existing_one_and_makes_the_others(course):
+    ws = course.root / "ws"
+    (course.root / "labs" / "lab02-beta" / "grading").mkdir()
+    (course.root / "labs" / "lab02-beta" / "grading" / "parts.py").write_text("")   # two graded labs
+    (ws / "lab01-alpha").mkdir(parents=True)
+    (ws / "lab01-alpha" / "mine.cu").write_text("my work")
+    status, out = course.make("workspace", f"WORKSPACE={ws}")
+    assert status == 0, out
+    assert (ws / "lab01-alpha" / "mine.cu").read_text() == "my work" and "kept" in out
+    assert (ws / "lab02-beta" / "v5.cu").exists()                 # the next lab's is made all the same
+    assert not any("lab01-alpha" in c for c in course.calls())    # the existing one was not asked for
+    status, out = course.make("workspace", f"WORKSPACE={ws}", "FORCE=1")   # FORCE=1: the lab's own make decides
+    assert status == 0 and any("--dest " + str(ws / "lab01-alpha") in c and "--force" in c for c in course.calls())
+
+
+@needs_make
+def test_the_labs_own_workspaces_are_made_where_each_lab_keeps_them(course):
+    status, out = course.make("workspace")
+    assert status == 0, out
+    assert (course.root / "labs" / "lab01-alpha" / "workspace" / "v5.cu").exists()
+    assert not (course.root / "labs" / "lab02-beta" / "workspace").exists()   # no exercises, nothing made
+
+
+@needs_make
+def test_workspace_given_at_the_top_is_the_folder_itself_when_one_lab_has_exercises(course):
+    ws = course.root / "ws"
+    status, out = course.make("workspace", "WORKSPACE=ws")
+    assert status == 0, out
+    assert (ws / "v5.cu").exists() and not (ws / "lab01-alpha").exists()
+    course.make("grade", "WORKSPACE=ws", "LAB=lab01")
+    assert any(f"--workspace {ws} " in c + " " for c in course.calls() if " grade " in c)
+
+
+@needs_make
+def test_workspace_at_the_top_names_a_folder_per_lab_in_this_course():
+    """This course has two graded labs: WORKSPACE=ws is ws/<lab> for each; with LAB= one, ws itself."""
+    def dests(*args):
+        out = subprocess.run(["make", "-n", "--no-print-directory", "PYTHON=python3", *args], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60).stdout
+        return re.findall(r"--(?:dest|workspace) (\S+)", out)
+    graded = [d.name for d in all_lab_dirs() if (d / "grading" / "parts.py").exists()]
+    assert dests("grade", "WORKSPACE=/tmp/ws", f"LAB={graded[0]}") == ["/tmp/ws"]
+    if len(graded) > 1:
+        assert dests("grade", "WORKSPACE=/tmp/ws") == [f"/tmp/ws/{g}" for g in graded]
+
+
+@needs_make
+def test_make_test_is_quiet_a_line_per_lab_and_the_details_on_request(course):
+    status, out = course.make("test")
+    assert status == 0, out
+    assert "built labs/lab01-alpha" in out and "built labs/lab02-beta" in out
+    assert "regs" not in out                                          # the register tables: V=1
+    pytest_args = next(c for c in course.calls() if c.startswith("-m pytest"))
+    assert "-p common.pytest_summary" in pytest_args and "-q" in pytest_args.split()
+    status, out = course.make("test", "V=1")
+    assert "regs" in out and "sm_90" in out
+    assert "-p common.pytest_summary" not in [c for c in course.calls() if c.startswith("-m pytest")][-1]
+
+
+@needs_make
+def test_a_failed_build_is_printed_whole_and_stops_make_test(course, tmp_path):
+    python = tmp_path / "python"
+    python.write_text(FAKE_PYTHON.replace('build) echo "kernel', 'build) echo "nvcc: error in k1.cu" >&2; exit 2; echo "kernel'))
+    status, out = course.make("test")
+    assert status != 0 and "nvcc: error in k1.cu" in out and "make build failed" in out
+    assert not any(c.startswith("-m pytest") for c in course.calls())
+
+
+def test_the_quiet_report_counts_per_lab_and_prints_failures_in_full(tmp_path):
+    tests = tmp_path / "labs" / "lab01-alpha" / "tests"
+    tests.mkdir(parents=True)
+    (tests / "test_a.py").write_text("import pytest\n"
+                                     "def test_ok(): pass\n"
+                                     "def test_wrong(): assert 2 + 2 == 5, 'arithmetic'\n"
+                                     "@pytest.mark.skip(reason='needs a GPU')\n"
+                                     "def test_gpu(): pass\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_b.py").write_text("def test_one(): pass\ndef test_two(): pass\n")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfE", "-o", "console_output_style=classic",
+                        "-p", "common.pytest_summary", "-p", "no:cacheprovider", "tests", "labs"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = p.stdout
+    assert p.returncode == 1
+    assert re.search(r"^lab01-alpha\s+1 passed\s+1 failed\s+1 skipped$", out, re.M), out
+    assert re.search(r"^tests\s+2 passed$", out, re.M), out
+    assert "assert 2 + 2 == 5" in out and "AssertionError: arithmetic" in out      # the failure, whole
+    assert "needs a GPU" not in out                                 # a skip's reason: V=1 (-ra) shows it
+    progress = [l for l in out.splitlines() if re.fullmatch(r"[.sF]+", l.strip() or "x")]
+    assert progress == ["F"], out                                   # no letter per passed or skipped test
+
+
+def test_the_quiet_report_names_each_lab_by_its_folder():
+    from common.pytest_summary import where
+    assert where("labs/lab07b-cute-sgemm/tests/test_x.py::test_y[c6]") == "lab07b-cute-sgemm"
+    assert where("tests/test_records.py::test_z") == "tests"
+
+
+# --- git and pip leave the checkout clean ----------------------------------------------------
+
+@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs a git checkout")
+@pytest.mark.parametrize("lab", [d.name for d in all_lab_dirs()])
+def test_every_labs_workspace_is_ignored_by_git(lab):
+    for path in (f"labs/{lab}/workspace/v5_vectorized.cu", f"labs/{lab}/workspace.old/answers.toml"):
+        assert subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode == 0, path
+
+
+def _pyproject():
+    text = (ROOT / "pyproject.toml").read_text()
+    try:
+        import tomllib
+    except ImportError:
+        try:
+            import tomli as tomllib
+        except ImportError:
+            pytest.skip("needs tomllib (Python 3.11) or tomli to read pyproject.toml")
+    return tomllib.loads(text)
+
+
+def test_pip_install_of_the_checkout_leaves_no_egg_info_behind():
+    """setuptools writes <name>.egg-info into the source folder; hatchling builds in a folder of its own.
+    The course installs nothing of its own: the wheel is empty (bypass-selection)."""
+    build = _pyproject()["build-system"]
+    assert build["build-backend"] == "hatchling.build" and any(r.startswith("hatchling") for r in build["requires"])
+    assert _pyproject()["tool"]["hatch"]["build"]["targets"]["wheel"]["bypass-selection"] is True
+
+
+def test_building_the_wheel_writes_nothing_into_the_checkout(tmp_path):
+    pytest.importorskip("hatchling", reason="hatchling is fetched by pip at install time; not installed here")
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy(ROOT / "pyproject.toml", src / "pyproject.toml")
+    for d in ("common", "labs"):
+        (src / d).mkdir()
+    before = sorted(p.name for p in src.iterdir())
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                        "-w", str(tmp_path / "wheel"), str(src)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.name for p in src.iterdir()) == before
+
+
+# --- messages: the argument first, then the GPU --------------------------------------------------
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setattr("common.device.gpu_status", lambda: (False, "this machine has no GPU (test)"))
+
+
+@pytest.mark.parametrize("target", ["compare", "bounds"])
+def test_a_wrong_kernel_is_told_before_the_gpu_is_looked_for(target, no_gpu):
+    lab = load("lab07-matmul-registers")
+    args = SimpleNamespace(kernel="zzz", builds="BK=8", sizes=None, rounds=None, size=None, bk=None)
+    if target == "compare":
+        from common.compare import compare as run
+    else:
+        from common.bounds import bounds as run
+    with pytest.raises(CourseError) as e:
+        run(lab, args)
+    assert "zzz" in e.value.message and "GPU" not in e.value.message
+    assert "t4" in (e.value.hint or "")                            # the kernels it does know
+
+
+@pytest.mark.parametrize("lab_dir", all_lab_dirs(), ids=lambda d: d.name)
+def test_the_no_gpu_message_names_the_labs_gpu_and_only_notebooks_that_exist(lab_dir, no_gpu):
+    from common.targets import needs_gpu
+    lab = load(lab_dir)
+    with pytest.raises(CourseError) as e:
+        needs_gpu("bench", lab)
+    hint = e.value.hint
+    for name in re.findall(r"notebooks/[\w.-]+\.ipynb", hint):
+        assert (ROOT / name).exists(), f"the message names {name}, which does not exist"
+    if all(k.archs and all(a.startswith("sm_90") for a in k.archs) for k in lab.own()):
+        assert "sm_90" in hint and "sm_80" not in hint, hint
+    else:
+        assert "sm_80 or newer" in hint
+
+
+def test_lab_7c_is_said_to_need_a_hopper_gpu(no_gpu):
+    from common.targets import gpu_needed
+    assert gpu_needed(load("lab07c-hopper-wgmma")) == "an NVIDIA Hopper GPU (sm_90)"
+    assert gpu_needed(load("lab07-matmul-registers")) == "an NVIDIA GPU of sm_80 or newer"
+
+
+# --- make sass says what it is doing ----------------------------------------------------------
+
+class _Terminal(StringIO):
+    def isatty(self):
+        return True
+
+
+def test_make_sass_shows_progress_a_line_per_kernel_on_a_terminal_and_one_line_in_a_log(monkeypatch):
+    from common.targets import sass_progress
+    monkeypatch.delenv("CI", raising=False)
+    log = StringIO()
+    assert sass_progress(12, "sm_90", log) is None
+    assert log.getvalue().count("\n") == 1 and "12 kernels for sm_90" in log.getvalue()
+    tty = _Terminal()
+    show = sass_progress(12, "sm_90", tty)
+    show(1, 12, "built c1 for sm_90")
+    show(12, 12, "disassembling c7 (sm_90)")
+    assert "[1/12] built c1 for sm_90" in tty.getvalue() and "\r" in tty.getvalue()
+
+
+def test_a_build_reports_each_kernel_as_it_is_done(monkeypatch):
+    lab = load("lab07-matmul-registers")
+    monkeypatch.setattr("common.build.compile_cubin", lambda *a, **kw: {})
+    seen = []
+    kernels = lab.own()[:3]
+    lab.build(kernels, ["sm_90", "sm_86"], progress=lambda i, n, what: seen.append((i, n, what)))
+    assert [i for i, _, _ in seen] == [1, 2, 3, 4, 5, 6] and all(n == 6 for _, n, _ in seen)
+    assert {w for _, _, w in seen} == {f"built {k.name} for {a}" for k in kernels for a in ("sm_90", "sm_86")}
