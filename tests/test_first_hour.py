@@ -136,6 +136,9 @@ def test_make_test_is_quiet_a_line_per_lab_and_the_details_on_request(course):
     status, out = course.make("test", "V=1")
     assert "regs" in out and "sm_90" in out
     assert "-p common.pytest_summary" not in [c for c in course.calls() if c.startswith("-m pytest")][-1]
+    status, out = course.make("-C", "labs/lab01-alpha", "test")          # a lab's own make test: as quiet
+    assert status == 0, out
+    assert "-p common.pytest_summary" in [c for c in course.calls() if c.startswith("-m pytest")][-1]
 
 
 @needs_make
