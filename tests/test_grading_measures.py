@@ -23,6 +23,10 @@ def _bw(pct):
                           "student_gbs": 42 * pct, "copy_gbs": 4200.0, "pct_of_copy": pct}}
 
 
+def test_the_verdicts_speak_the_graders_states():
+    assert (measures.PASS, measures.FAIL) == (grader.PASS, grader.FAIL)
+
+
 def test_bandwidth_at_the_threshold_passes_and_below_it_names_the_numbers():
     assert measures.bandwidth_verdict(_bw(75.0), BW)[0] == grader.PASS
     status, reason, details = measures.bandwidth_verdict(_bw(31.0), BW)
@@ -105,17 +109,15 @@ class _FakeProblem:
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    prob = _FakeProblem()
-    monkeypatch.setattr(measures, "_timed_problem", lambda cuda, k, shape, rng: prob)
-    return prob
+def fake():
+    return _FakeProblem()
 
 
 SUM = np.arange(16, dtype=np.float32).reshape(4, 4) / 7
 
 
 def test_worker_a_repeatable_kernel_with_the_references_bits(fake):
-    res = measures.measure_bitwise(None, None, lambda r: SUM.copy(), lambda r: SUM.copy(), (4, 4, 4), None, runs=5)
+    res = measures.measure_bitwise(lambda shape: fake, lambda r: SUM.copy(), lambda r: SUM.copy(), (4, 4, 4), runs=5)
     assert res["differing_runs"] == 0 and res["reference_diff"] is None and res["unwritten"] == 0 and fake.freed
     assert measures.bitwise_verdict({"bitwise": res}, BIT)[0] == grader.PASS
 
@@ -126,7 +128,7 @@ def test_worker_bits_that_change_on_every_other_run(fake):
         if run % 2:
             C[1, 2] = np.nextafter(C[1, 2], np.float32(10))
         return C
-    res = measures.measure_bitwise(None, None, student, lambda r: SUM.copy(), (4, 4, 4), None, runs=6)
+    res = measures.measure_bitwise(lambda shape: fake, student, lambda r: SUM.copy(), (4, 4, 4), runs=6)
     assert res["differing_runs"] == 3 and res["first_run_diff"]["index"] == [1, 2]
     assert res["first_run_diff"]["ulps"] == 1
 
@@ -139,15 +141,15 @@ def test_worker_a_kernel_that_writes_nothing_after_its_first_run(fake):
             first.append(run)
             return SUM.copy()
         return None                       # C stays poisoned
-    res = measures.measure_bitwise(None, None, student, lambda r: SUM.copy(), (4, 4, 4), None, runs=4)
+    res = measures.measure_bitwise(lambda shape: fake, student, lambda r: SUM.copy(), (4, 4, 4), runs=4)
     assert res["unwritten"] == 3 * 16
     assert "never written" in measures.bitwise_verdict({"bitwise": res}, BIT)[1]
 
 
 def test_worker_runs_the_reference_before_the_student(fake):
     order = []
-    measures.measure_bitwise(None, None, lambda r: order.append("student") or SUM.copy(),
-                             lambda r: order.append("reference") or SUM.copy(), (4, 4, 4), None, runs=2)
+    measures.measure_bitwise(lambda shape: fake, lambda r: order.append("student") or SUM.copy(),
+                             lambda r: order.append("reference") or SUM.copy(), (4, 4, 4), runs=2)
     assert order[0] == "reference"
 
 
@@ -212,3 +214,23 @@ def test_bytes_in_flight_problem_uses_the_checks_threshold():
     assert static._problems("bytes-in-flight", "vec", {}, _facts({}, 160), threshold=64) == []
     (p,) = static._problems("bytes-in-flight", "vec", {}, _facts({}, 20), threshold=64)
     assert "at most 20 bytes" in p and "64 needed" in p and "Little's law" in p
+
+
+def test_worker_bandwidth_counts_a_b_and_c_against_the_copys_read_and_write(monkeypatch):
+    """1 x 1024 x 1024 FP32: 4 KiB of A, 4 MiB of B, 4 KiB of C; the kernel as fast as the copy -> ~50 %
+    (the copy moves every byte twice), twice as fast -> ~100 %."""
+    from types import SimpleNamespace
+    import common.timing as timing
+
+    class Buf:
+        def free(self):
+            pass
+    prob = SimpleNamespace(A=np.zeros((1, 1024), np.float32), B=np.zeros((1024, 1024), np.float32),
+                           launch=lambda f: None, free=lambda: None)
+    cuda = SimpleNamespace(mem_alloc=lambda n: Buf(), memcpy_dtod=lambda d, s, n: None)
+    for kernel_ms, pct in ((1.0, 50.0), (0.5, 100.0)):
+        monkeypatch.setattr(timing, "time_interleaved", lambda runs, flusher, budget_s, kernel_ms=kernel_ms: {
+            "kernel": SimpleNamespace(times_ms=[kernel_ms] * 3), "copy": SimpleNamespace(times_ms=[1.0] * 3)})
+        res = measures.measure_bandwidth(cuda, lambda shape: prob, None, (1, 1024, 1024), None)
+        assert res["bytes"] == 4096 + 4 * 1024 * 1024 + 4096
+        assert res["pct_of_copy"] == pytest.approx(pct)

@@ -271,14 +271,15 @@ def _measure(lab, g, k, check, funcs, item, rng):
     import pycuda.driver as cuda
     from . import measures
     variant = k.variant_for(*check.shape)
+    problem = lambda shape: Problem(cuda, k, *shape, rng)
     if check.kind == "bandwidth":
         flusher = L2Flusher(gpu_facts()["l2_bytes"])
         try:
-            return measures.measure_bandwidth(cuda, k, funcs[variant], check.shape, rng, flusher, g.TIMING_BUDGET_S)
+            return measures.measure_bandwidth(cuda, problem, funcs[variant], check.shape, flusher, g.TIMING_BUDGET_S)
         finally:
             flusher.buf.free()
     ref = load_function(item["reference_cubin"], k.entries[variant], k.shared_bytes, k.signature)
-    return measures.measure_bitwise(cuda, k, funcs[variant], ref, check.shape, rng)
+    return measures.measure_bitwise(problem, funcs[variant], ref, check.shape)
 
 
 def worker_parts(lab, g, spec_file, out_dir):

@@ -2,9 +2,10 @@
 `shape`), beside correctness: how close it comes to the copy bandwidth, and whether it gives the
 same bits run after run.
 
-Worker side (gpu.run_one_part calls these after the re-check, only for a part that has the kind):
-    measure_bandwidth(cuda, k, func, shape, rng, flusher, budget_s) -> dict
-    measure_bitwise(cuda, k, func, ref_func, shape, rng, runs)     -> dict
+Worker side (gpu.run_one_part calls these after the re-check, only for a part that has the kind;
+`problem(shape)` makes the inputs and the guarded C, gpu.Problem's interface):
+    measure_bandwidth(cuda, problem, func, shape, flusher, budget_s) -> dict
+    measure_bitwise(problem, func, ref_func, shape, runs)           -> dict
 Parent side (grader.py; plain functions of those dicts, tested on synthetic ones):
     bandwidth_verdict(res, check)   -> (status, reason, details)
     bitwise_verdict(res, check)     -> (status, reason, details)
@@ -19,8 +20,7 @@ bits, and the reference kernel's bits (the spec fixes the order of the additions
 is the only right set of bits). A reduction that adds in the order blocks arrive changes its low
 bits between runs; one that adds in a fixed but other order gives other bits every time.
 """
-from .grader import FAIL, PASS
-
+PASS, FAIL = "pass", "fail"      # grader.PASS, grader.FAIL (this module imports neither grader nor gpu)
 BITWISE_RUNS = 20
 
 
@@ -28,17 +28,12 @@ BITWISE_RUNS = 20
 # Worker side
 # =============================================================================================
 
-def _timed_problem(cuda, k, shape, rng):
-    from .gpu import Problem
-    return Problem(cuda, k, *shape, rng)
-
-
-def measure_bandwidth(cuda, k, func, shape, rng, flusher, budget_s=0.25):
+def measure_bandwidth(cuda, problem, func, shape, flusher, budget_s=0.25):
     """The student's kernel and a copy of as many bytes, interleaved: {"shape", "bytes", "student_ms",
     "copy_ms", "student_gbs", "copy_gbs", "pct_of_copy"}."""
     import numpy as np
     from common.timing import time_interleaved
-    prob = _timed_problem(cuda, k, shape, rng)
+    prob = problem(shape)
     M, N, K = shape
     nbytes = int(prob.A.nbytes + prob.B.nbytes + M * N * 4)
     src, dst = cuda.mem_alloc(nbytes), cuda.mem_alloc(nbytes)
@@ -57,14 +52,14 @@ def measure_bandwidth(cuda, k, func, shape, rng, flusher, budget_s=0.25):
             "student_gbs": student_gbs, "copy_gbs": copy_gbs, "pct_of_copy": 100.0 * student_gbs / copy_gbs}
 
 
-def measure_bitwise(cuda, k, func, ref_func, shape, rng, runs=BITWISE_RUNS):
+def measure_bitwise(problem, func, ref_func, shape, runs=BITWISE_RUNS):
     """The reference once, then the student's kernel `runs` times on the same inputs (C poisoned
     before each): {"shape", "runs", "differing_runs", "first_run_diff", "reference_diff", "unwritten"}.
     The reference runs first: a student's kernel that leaves shared state (counters) behind must not
     spoil the reference's bits."""
     import numpy as np
     from common import check as checking
-    prob = _timed_problem(cuda, k, shape, rng)
+    prob = problem(shape)
     try:
         prob.poison_c()
         prob.launch(ref_func)
