@@ -6,8 +6,12 @@ table goes and which record it comes from, and this module writes it there or ch
     render(lab, spec)               -> markdown: the table the spec asks for, from the newest record
     ladder_markdown(record, ladder, rows, sizes)   the ladder table of one record (no lab needed)
     sweep_markdown(record, ladder, rows, shapes)   % of cuBLAS per kernel at some shapes of a sweep
+    furthest(lab, spec)             -> one line: the furthest rung of a block's record (no yardstick,
+                                       no tuned build), or a sweep's kernel with the best worst case
+    labs_markdown(entries)          the top-level README's table of labs: [(link, title, lines)]
     stale(lab, readme=None)         -> [(spec line, what the README has, what the record gives)]
     refresh(lab, readme=None)       rewrites the README's blocks from the records; returns how many changed
+    (lab None: the top-level README, whose `labs` block lists every lab with its furthest rungs)
 
 A block in a README (the lines between the markers are generated; edit the marker, not the table):
 
@@ -15,24 +19,27 @@ A block in a README (the lines between the markers are generated; edit the marke
     ...
     <!-- end generated -->
 
-Spec words: `ladder` (a bench record: each rung, the idea it adds and its file from the lab's table,
+Spec words: `labs` (the top-level README only: each lab, its title, and for each block of its README
+the furthest rung, so that what the table claims is what the records hold), `ladder` (a bench record: each rung, the idea it adds and its file from the lab's table,
 its % of cuBLAS at each size), or `sweep` (a shape-sweep record: % of cuBLAS per kernel at the shapes
 of one `set`, optionally only those with `n=N`); `record=` a glob in the lab's results/ (the newest by
 its recorded date is read, as the notebooks do); `ladder=`, `sizes=1024,4096`, `set=`, `n=`.
 
-    python -m common.readme_tables --lab labs/<lab> [--check]
+    python -m common.readme_tables [--lab labs/<lab>] [--check]     (no --lab: every lab and the top README)
 """
 import argparse
 import os
 import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import records
 from .errors import CourseError
 
 BEGIN = re.compile(r"^<!-- generated: (?P<spec>.*?) -->\s*$")
 END = "<!-- end generated -->"
+ROOT = Path(__file__).resolve().parents[1]   # the course's checkout: its README.md and labs/
 TUNED = " (tuned)"                  # how bench names a tuned build (common/targets.py)
 
 
@@ -46,8 +53,8 @@ class Block:
 
 def parse_spec(spec):
     words = spec.split()
-    if not words or words[0] not in ("ladder", "sweep"):
-        raise CourseError(f"README marker '{spec}': the first word must be 'ladder' or 'sweep'",
+    if not words or words[0] not in ("ladder", "sweep", "labs"):
+        raise CourseError(f"README marker '{spec}': the first word must be 'ladder', 'sweep' or 'labs'",
                           "write e.g. <!-- generated: ladder record=lab07-bench_*.json ladder=fp32 -->")
     out = {"kind": words[0]}
     for w in words[1:]:
@@ -55,7 +62,7 @@ def parse_spec(spec):
             raise CourseError(f"README marker '{spec}': '{w}' is not key=value", "e.g. ladder=fp32")
         k, v = w.split("=", 1)
         out[k] = v
-    if "record" not in out:
+    if "record" not in out and out["kind"] != "labs":
         raise CourseError(f"README marker '{spec}' names no record", "add record=<glob in the lab's results/>")
     return out
 
@@ -198,13 +205,86 @@ def render(lab, spec):
     return sweep_markdown(record, ladder, rows, shapes)
 
 
+# --- the top-level README: every lab, and how far its ladders went ----------------------------------
+
+def _is_rung(lab, name):
+    if name.startswith(records.BASELINE) or "[" in name or name.endswith(TUNED):
+        return False
+    k = lab.kernels.get(name)
+    return k is None or not k.yardstick
+
+
+def furthest(lab, spec):
+    """One line that says how far a README block's record went: the ladder's furthest rung at the
+    largest size, or, for a sweep, the kernel whose worst % of cuBLAS over the block's shapes is best."""
+    s = parse_spec(spec) if isinstance(spec, str) else spec
+    record = _newest(lab, s["record"])
+    ladder = s.get("ladder") or records.ladders(record)[0]
+    base = records.ladder_info(record, ladder, lab)["baseline"]
+    gpu = record.get("gpu", {}).get("name", "?")
+    if s["kind"] == "ladder":
+        size = ([int(x) for x in s["sizes"].split(",")] if "sizes" in s else records.sizes(record))[-1]
+        rows = [r for r in record["results"] if r["ladder"] == ladder and r["size"] == size
+                and _is_rung(lab, r["kernel"]) and r.get("pct_of_cublas") is not None]
+        if not rows:
+            return f"{ladder}: no rung recorded at {size}³"
+        best = max(rows, key=lambda r: r["pct_of_cublas"])
+        return f"{best['kernel']}: {best['pct_of_cublas']:.1f} % of {base} at {size}³ ({gpu})"
+    table = render(lab, s).split("\n")
+    shapes = [c.strip() for c in table[2].strip("|").split("|")[3:]]
+    worst = {}
+    for line in table[4:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        vals = [float(v.split()[0]) for v in cells[3:] if v != "–"]
+        if len(vals) == len(shapes):
+            worst[cells[0]] = min(vals)
+    if not worst:
+        return f"{ladder}: no kernel timed at every shape"
+    name = max(worst, key=worst.get)
+    return f"{name}: at least {worst[name]:.1f} % of {base} at {_shapes_text(shapes)} ({gpu})"
+
+
+def _shapes_text(shapes):
+    """"M = 1, 4 of 1 x 8192 x 8192" when the shapes differ only in M, else them all."""
+    parts = [sh.split("x", 1) for sh in shapes]
+    if len(parts) > 1 and all(len(p) == 2 for p in parts) and len({p[1] for p in parts}) == 1:
+        return f"M = {', '.join(p[0] for p in parts)} (M x {parts[0][1]})"
+    return ", ".join(shapes)
+
+
+def labs_markdown(entries):
+    """entries: [(link, title, [lines])]: one row per lab."""
+    lines = ["| lab | what it teaches | its furthest rungs, as recorded |", "| --- | --- | --- |"]
+    for link, title, found in entries:
+        name, _, what = title.partition(", ") if ":" not in title.split(",")[0] else (title, "", title)
+        lines.append(f"| [{name}]({link}) | {what or title} | {'<br>'.join(found) or '–'} |")
+    return "\n".join(lines)
+
+
+def render_labs(root):
+    from .lab import load
+    entries = []
+    for folder in sorted(p.parent for p in (root / "labs").glob("*/lab.py")):
+        lab = load(folder)
+        readme = folder / "README.md"
+        specs = [b.spec for b in blocks(readme.read_text())] if readme.exists() else []
+        entries.append((f"labs/{folder.name}/README.md", lab.title, [furthest(lab, sp) for sp in specs]))
+    return labs_markdown(entries)
+
+
 def _readme(lab, readme):
-    return readme if readme is not None else lab.dir / "README.md"
+    if readme is not None:
+        return readme
+    return lab.dir / "README.md" if lab is not None else ROOT / "README.md"
+
+
+def _render(lab, spec):
+    return render_labs(ROOT) if parse_spec(spec)["kind"] == "labs" else render(lab, spec)
 
 
 def stale(lab, readme=None):
     text = _readme(lab, readme).read_text()
-    return [(b.spec, b.body, want) for b in blocks(text) if b.body != (want := render(lab, b.spec))]
+    return [(b.spec, b.body, want) for b in blocks(text) if b.body != (want := _render(lab, b.spec))]
 
 
 def refresh(lab, readme=None):
@@ -212,7 +292,7 @@ def refresh(lab, readme=None):
     lines = path.read_text().split("\n")
     changed = 0
     for b in reversed(blocks("\n".join(lines))):
-        want = render(lab, b.spec)
+        want = _render(lab, b.spec)
         if b.body != want:
             lines[b.start:b.end] = want.split("\n")
             changed += 1
@@ -225,18 +305,21 @@ def main(argv=None):
     from .lab import load
     p = argparse.ArgumentParser(prog="python -m common.readme_tables", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--lab", required=True, action="append", help="a lab's folder (more than once for several)")
+    p.add_argument("--lab", action="append", help="a lab's folder (more than once for several; none: every lab "
+                                                  "and the top-level README)")
     p.add_argument("--check", action="store_true", help="only say which tables differ from the records")
     a = p.parse_args(argv)
+    labs = [load(f) for f in a.lab] if a.lab else \
+        [load(p.parent) for p in sorted((ROOT / "labs").glob("*/lab.py"))] + [None]
     bad = 0
-    for folder in a.lab:
-        lab = load(folder)
+    for lab in labs:
+        where = f"{lab.name}/README.md" if lab is not None else "README.md"
         if a.check:
             for spec, _, _ in stale(lab):
-                print(f"STALE {lab.name}/README.md: <!-- generated: {spec} -->")
+                print(f"STALE {where}: <!-- generated: {spec} -->")
                 bad += 1
         else:
-            print(f"{lab.name}/README.md: {refresh(lab)} table(s) rewritten")
+            print(f"{where}: {refresh(lab)} table(s) rewritten")
     return 1 if bad else 0
 
 

@@ -43,15 +43,30 @@ def _record(date="2026-12-04T10:00:00+00:00", v2_4096=87.25):
         res.append({"ladder": "fp32", "kernel": "lib", "size": size, "tflops": 45.0, "pct_of_cublas": 90.0})
         res.append({"ladder": "fp32", "kernel": "v1 (tuned)", "size": size, "tflops": 11.0, "pct_of_cublas": 22.0})
     return {"gpu": {"name": "Test GPU", "arch": "sm_99"}, "run": {"date": date, "commit": "0" * 40},
-            "sizes": [2048, 4096], "ladders": {"fp32": {"baseline_mode": "cuBLAS SGEMM, TF32 off"}},
+            "sizes": [2048, 4096], "ladders": {"fp32": {"precision": "fp32", "baseline_mode": "cuBLAS SGEMM, TF32 off"}},
             "results": res}
+
+
+def _sweep(date="2026-12-04T10:00:00+00:00"):
+    res = []
+    for shape, pct in (("1x64x64", {"cuBLAS": 100.0, "gemv": 150.0, "splitk": 80.0, "tiles": 10.0}),
+                       ("4x64x64", {"cuBLAS": 100.0, "gemv": 60.0, "splitk": 90.0}),
+                       ("4x32x32", {"cuBLAS": 100.0, "gemv": 1.0, "splitk": 1.0})):     # another N: not in n=64
+        for kernel, p in pct.items():
+            res.append({"ladder": "fp32", "set": "decode", "shape": shape, "N": int(shape.split("x")[1]),
+                        "kernel": kernel, "pct_of_cublas": p})
+    res.append({"ladder": "fp32", "set": "decode", "shape": "1x64x64", "N": 64, "kernel": "splitk[splits=1]",
+                "pct_of_cublas": 500.0})                                               # a build, not a row
+    return {"gpu": {"name": "Test GPU", "arch": "sm_99"}, "run": {"date": date},
+            "ladders": {"fp32": {"precision": "fp32", "baseline_mode": "cuBLAS SGEMM, TF32 off"}}, "results": res}
 
 
 def _fake_lab(tmp_path, records):
     results = tmp_path / "results"
     results.mkdir()
     for i, rec in enumerate(records):
-        (results / f"fake-bench_test-gpu_{i}.json").write_text(json.dumps(rec))
+        kind = "sweep" if "set" in rec["results"][0] else "bench"
+        (results / f"fake-{kind}_test-gpu_{i}.json").write_text(json.dumps(rec))
     kernels = {"v1": Kernel("v1", "v1_plain.cu", {"": "v1"}, "fp32", title="one output per thread"),
                "v2": Kernel("v2", "v2_blocked.cu", {"": "v2"}, "fp32", title="a block of outputs per thread"),
                "lib": Kernel("lib", "lib.cu", {"": "lib"}, "fp32", title="a library's kernel", yardstick=True)}
@@ -127,3 +142,32 @@ def test_a_marker_naming_no_record_says_which_target_writes_one(tmp_path):
     lab = _fake_lab(tmp_path, [])
     with pytest.raises(CourseError, match="no record matches results/none_\\*.json"):
         rt.render(lab, "ladder record=none_*.json")
+
+
+def test_furthest_rung_is_the_best_rung_at_the_largest_size_never_a_yardstick_or_a_tuned_build(tmp_path):
+    lab = _fake_lab(tmp_path, [_record()])           # lib (a yardstick, 90 %) and v1 (tuned) are not rungs
+    assert rt.furthest(lab, "ladder record=fake-bench_*.json") == "v2: 87.2 % of cuBLAS SGEMM at 4096³ (Test GPU)"
+    assert rt.furthest(lab, "ladder record=fake-bench_*.json sizes=2048") == "v1: 20.0 % of cuBLAS SGEMM at 2048³ (Test GPU)"
+
+
+def test_sweep_table_and_its_furthest_kernel_by_the_worst_shape(tmp_path):
+    lab = _fake_lab(tmp_path, [_sweep()])
+    spec = "sweep record=fake-sweep_*.json ladder=fp32 set=decode n=64"
+    text = rt.render(lab, spec)
+    assert "| kernel | what it is | file | 1x64x64 | 4x64x64 |" in text and "4x32x32" not in text
+    assert "| tiles | not in the lab's table | – | 10.0 % | – |" in text and "splits=1" not in text
+    # gemv wins one shape by far, splitk is never below 80 %: the best worst case is splitk's
+    assert rt.furthest(lab, spec) == "splitk: at least 80.0 % of cuBLAS SGEMM at M = 1, 4 (M x 64x64) (Test GPU)"
+
+
+def test_labs_table_links_each_lab_with_its_furthest_rungs():
+    text = rt.labs_markdown([("labs/lab09-x/README.md", "Lab 9, Things: one and two", ["a: 1 %", "b: 2 %"]),
+                             ("labs/lab10-y/README.md", "Lab 10: no comma", [])])
+    assert "| [Lab 9](labs/lab09-x/README.md) | Things: one and two | a: 1 %<br>b: 2 % |" in text
+    assert "| [Lab 10: no comma](labs/lab10-y/README.md) | Lab 10: no comma | – |" in text
+
+
+def test_top_level_readme_lab_table_equals_what_the_records_hold():
+    assert rt.blocks((ROOT / "README.md").read_text()), "README.md has no generated '<!-- generated: labs -->' block"
+    stale = rt.stale(None)
+    assert not stale, "README.md: the labs table differs from the records: run `python -m common.readme_tables`"
