@@ -6,6 +6,7 @@ its table (lab.py) that these read. `python -m common <target> --lab labs/<lab>`
     tiling     a kernel's parameters read from its .cu file (the one place they are written)
     kernels    the row type of a lab's table; loading cubins and launching through PyCUDA
     targets    make build, bench, sass, tune (the autotuner), selfcheck
+    measure    the GPU check, timing kernels against cuBLAS in one run (Measurer), the tuner's machinery
     profiling  make ncu-table, ncu-tensor, ncu, sanitize, and the program the profilers run
     grading    make workspace, grade, grade-selftest, grade-class (a package; a lab declares its parts as data)
     browser    headless Chromium (Debian's, through Playwright) and a JupyterLab of its own, for the browser tests

@@ -72,7 +72,7 @@ def builds(lab, name, bk=None):
 
 
 def bounds(lab, args):
-    from .targets import Measurer, needs_gpu, _slug
+    from .measure import Measurer, needs_gpu, slug
     spec, rows_to_time = builds(lab, args.kernel, getattr(args, "bk", None))   # a wrong KERNEL or BK first
     facts = needs_gpu("bounds", lab)
     name = rows_to_time[0][2].base_name
@@ -92,7 +92,7 @@ def bounds(lab, args):
                        title=f"{name} at {size}^3 on {facts['name']}: cuBLAS "
                              f"{cublas.get('tflops', float('nan')):.1f} TFLOP/s in the same run"))
     info = report.run_info(lab.dir)
-    path = lab.results_dir / (f"{lab.short}-{name}-bounds_{_slug(facts['name'])}_"
+    path = lab.results_dir / (f"{lab.short}-{name}-bounds_{slug(facts['name'])}_"
                               f"{datetime.date.today().isoformat()}_{info['commit'][:7]}.json")
     report.write_json(path, {"what": f"{lab.short}-{name}-bounds", "gpu": facts, "run": info, "size": size,
                              "switch": spec.switch, "probes": what, "table": table, "rows": rows})

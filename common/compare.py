@@ -96,7 +96,7 @@ def table_row(lab, name):
 
 
 def compare(lab, args):
-    from .targets import BASELINE, Measurer, needs_gpu, _slug
+    from .measure import BASELINE, Measurer, needs_gpu, slug
     # the arguments first: a wrong KERNEL, BUILDS, SIZES or ROUNDS is told so here, with or without a GPU
     if not args.kernel:
         raise CourseError("make compare needs KERNEL=name", hint="one of: " + ", ".join(k.name for k in lab.all_kernels))
@@ -132,7 +132,7 @@ def compare(lab, args):
                                ("rounds_ahead", "rounds ahead", "d"), ("check", "check", None)],
                        title=f"{base.name} and its builds on {facts['name']}, interleaved with cuBLAS, {rounds} rounds"))
     info = report.run_info(lab.dir)
-    stem = (f"{lab.short}-{base.name}-compare_{_slug(facts['name'])}_"
+    stem = (f"{lab.short}-{base.name}-compare_{slug(facts['name'])}_"
             f"{datetime.date.today().isoformat()}_{info['commit'][:7]}")
     path, n = lab.results_dir / f"{stem}.json", 1
     while path.exists():                      # a second comparison the same day at the same commit

@@ -92,8 +92,8 @@ def ncu_table_names(lab):
 
 def _kernel_named(lab, name, n=PROFILE_SIZE):
     """A row of the table by name. NAME:tuned is the build `make tune` recorded for this GPU and n^3's
-    size class (common.targets.tuned_named: a CourseError if there is none)."""
-    from .targets import TUNED, tuned_named
+    size class (common.measure.tuned_named: a CourseError if there is none)."""
+    from .measure import TUNED, tuned_named
     if name.endswith(TUNED):
         from .device import gpu_facts
         return tuned_named(lab, name, gpu_facts(), n)
@@ -102,7 +102,7 @@ def _kernel_named(lab, name, n=PROFILE_SIZE):
 
 def tuned_names(lab, names, n):
     """NAME:tuned after each NAME of `names` for which `make tune` recorded a build for this GPU at n^3."""
-    from .targets import TUNED, tuned_named
+    from .measure import TUNED, tuned_named
     from .device import gpu_facts
     facts, out = gpu_facts(), []
     for name in names:
@@ -280,7 +280,7 @@ def sanitize_run(lab, names=None):
 
 def needs_gpu(target, lab):
     """The GPU's architecture, or one line saying this target needs a GPU (checked before ncu)."""
-    from .targets import needs_gpu as facts_or_error
+    from .measure import needs_gpu as facts_or_error
     return facts_or_error(target, lab)["arch"]
 
 
@@ -518,7 +518,7 @@ def _nothing_to_profile(lab, target, names):
 def _chosen_names(lab, args, target, allowed):
     """The kernels a profiling table runs: KERNELS= (checked against the table's names and NAME:tuned
     before anything runs), else the table's names with NAME:tuned after NAME where this GPU has a record."""
-    from .targets import TUNED
+    from .measure import TUNED
     _nothing_to_profile(lab, target, allowed)
     chosen = _kernels_option(args.kernels, allowed + [a + TUNED for a in allowed if not cublas_precision(a)])
     needs_gpu(target, lab)
@@ -552,7 +552,7 @@ def ncu_full(lab, args):
     if not name:
         raise CourseError("make ncu needs KERNEL=<name>", hint=f"e.g. make ncu KERNEL={names[0] if names else 'name'}; "
                                                                 f"names: {', '.join(names)}")
-    from .targets import TUNED
+    from .measure import TUNED
     base = name[:-len(TUNED)] if name.endswith(TUNED) else None
     if name not in names and not (base in names and not cublas_precision(base)):
         raise CourseError(f"there is no kernel {name!r} to profile",

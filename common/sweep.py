@@ -12,7 +12,7 @@ binds it and, where it is memory, how close each kernel gets to this GPU's measu
                                      common.roofline.attainable with the measured copy bandwidth as the slope
     copy_bandwidth(nbytes=1 GiB)     -> (GB/s, Timing): a device-to-device copy, read + write counted
     ShapeMeasurer(lab, facts)        .rows(ladder, entries, M, N, K): cuBLAS first, then each entry,
-                                     each checked after its timing loop (as targets.Measurer, for M x N x K)
+                                     each checked after its timing loop (as measure.Measurer, for M x N x K)
     main(argv)                       `python -m common.sweep --lab L --shapes decode [--kernel gemm]`
 
 What it reads from the lab's table (all optional but SHAPE_SETS):
@@ -165,7 +165,7 @@ class ShapeMeasurer:
     after the timing) at any M x N x K, and the sweep's columns: bound, bytes moved, GB/s, % of copy."""
 
     def __init__(self, lab, facts, copy_gbs):
-        from .targets import Measurer
+        from .measure import Measurer
         self.m, self.lab, self.facts, self.copy_gbs = Measurer(lab, facts), lab, facts, copy_gbs
         self.blas = self.m.blas
 
@@ -226,7 +226,7 @@ def record_stem(lab, args, wanted=None, ladders=None):
     """<lab>-sweep for a run of the lab's default shapes, every kernel and every ladder: the record the
     notebook and the README read (the newest <lab>-sweep_*.json). A narrower run is named for what it
     timed, <lab>-sweep-<shapes>[-<kernels>][-<ladders>], so it never stands in for the whole sweep."""
-    from .targets import _slug
+    from .measure import slug
     spec = getattr(args, "shapes", None) or ""
     default = lab.option("SHAPES_DEFAULT", "all")
     parts = []
@@ -236,14 +236,14 @@ def record_stem(lab, args, wanted=None, ladders=None):
         parts.append(",".join(wanted))
     if ladders and list(ladders) != list(lab.ladders):
         parts.append(",".join(ladders))
-    tag = _slug("-".join(parts))[:60].strip("-")
+    tag = slug("-".join(parts))[:60].strip("-")
     return f"{lab.short}-sweep" + (f"-{tag}" if tag else "")
 
 
 def sweep(lab, args):
     """Time the ladders at the named shapes against cuBLAS of the same precision; print a table
     per ladder and write the record to the lab's results/."""
-    from .targets import _slug, ladder_info, needs_gpu
+    from .measure import ladder_info, needs_gpu, slug
     facts = needs_gpu("bench", lab)
     arch, sms = facts["arch"], facts["sms"]
     shapes = resolve_shapes(lab, getattr(args, "shapes", None))
@@ -296,7 +296,7 @@ def sweep(lab, args):
     summary = dispatcher_summary(record)
     if summary:
         print("\n" + summary)
-    path = report.write_json(lab.results_dir / f"{record_stem(lab, args, wanted, ladders)}_{_slug(facts['name'])}_{day}_"
+    path = report.write_json(lab.results_dir / f"{record_stem(lab, args, wanted, ladders)}_{slug(facts['name'])}_{day}_"
                                                f"{info['commit'][:7]}.json", record)
     try:
         shown = path.relative_to(lab.dir)

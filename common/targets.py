@@ -1,6 +1,7 @@
 """The Make targets every lab has: build, bench, sass, tune, selfcheck. Each takes a Lab, prints a
 short aligned table and writes its full data to a file (reports/ for build and sass, results/ for
-timings). `python -m common <target> --lab labs/<lab>` runs one (common/__main__.py).
+timings). `python -m common <target> --lab labs/<lab>` runs one (common/__main__.py). How they
+measure (the GPU check, Measurer, the tuner's machinery and its record) is common/measure.py.
 
 What each reads from the lab's table (common.lab):
     build      every row (registers, spills, shared memory, on every architecture asked for);
@@ -16,59 +17,16 @@ What each reads from the lab's table (common.lab):
 """
 import datetime
 import os
-import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
-
-import numpy as np
 
 from . import build as nvbuild
-from . import check as checking
 from . import register_banks, report, sass as sassmod
 from .errors import CourseError
-from .precision import precision
+from .measure import (BASELINE, Measurer, as_tuning, ladder_info, merge_tuned, needs_gpu, read_json, shape_class,
+                      slug, tune_candidates, tuned_builds, tuned_kernel, tuned_path)
 
-BASELINE = "cuBLAS"
 DEFAULT_SIZES = [1024, 2048, 4096]
 SELFCHECK_SHAPES = [(1, 1, 8), (17, 33, 16), (130, 260, 104), (257, 129, 512), (300, 200, 8), (96, 385, 1000)]
-
-
-def gpu_needed(lab=None):
-    """The GPUs a lab's own kernels run on, in words: 'an NVIDIA GPU of sm_80 or newer', or 'an NVIDIA
-    Hopper GPU (sm_90)' for a lab whose every row is built for sm_90a only."""
-    rows = lab.own() if lab is not None else []
-    if rows and all(k.archs for k in rows):
-        lowest = min((a for k in rows for a in k.archs), key=lambda a: int(re.sub(r"\D", "", a)))
-        number = re.sub(r"\D", "", lowest)
-        if lowest.endswith("a"):          # sm_90a: that architecture's GPUs only
-            return f"an NVIDIA {'Hopper ' if number == '90' else ''}GPU (sm_{number})"
-        return f"an NVIDIA GPU of sm_{number} or newer"
-    return "an NVIDIA GPU of sm_80 or newer"
-
-
-def walkthrough_notebook(lab):
-    """The lab's notebook (notebooks/<lab's short name>_*.ipynb), as a path from the repository root, or None."""
-    from .notebooks import NOTEBOOKS_DIR
-    found = sorted(NOTEBOOKS_DIR.glob(f"{lab.short}_*.ipynb")) if lab is not None else []
-    return f"notebooks/{found[0].name}" if found else None
-
-
-def needs_gpu(target, lab=None, command=None):
-    """This GPU's facts, or one short message: which target needs a GPU (of which architecture), and
-    what works without one. command: what to call it in that message when it is not `make <target>`
-    (a lab's tool script)."""
-    from .device import gpu_status
-    ok, why = gpu_status()
-    if not ok:
-        where = f" {lab.dir.relative_to(lab.dir.parents[1])}/results/" if lab else " the lab's results/"
-        notebook = walkthrough_notebook(lab)
-        shows = f" and {notebook} shows them" if notebook else ""
-        raise CourseError(f"`{command or 'make ' + target}` needs an NVIDIA GPU, and cannot use one here: {why}",
-                          hint=f"run it on a machine with {gpu_needed(lab)}; the numbers recorded "
-                               f"on one are in{where}{shows}; `make`, `make sass` and `make test` work here")
-    from .device import gpu_facts
-    return gpu_facts()
 
 
 def _shown(lab, path):
@@ -213,103 +171,6 @@ def sass(lab, args):
 
 # --- make bench ------------------------------------------------------------------------------
 
-def _slug(name):
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-
-
-def ladder_info(lab, ladder, facts=None):
-    """What a record says about one ladder: its precision, title, baseline, peak, and its yardstick rows."""
-    p = lab.ladder_precision(ladder)
-    return {"precision": p.name, "title": p.title, "baseline_mode": p.cublas_mode,
-            "peak_tflops": p.peak((facts or {}).get("peaks")),
-            "yardsticks": [k.name for k in lab.ladders.get(ladder, []) if k.yardstick]}
-
-
-class Measurer:
-    """One GPU session's measuring kit: cuBLAS, the L2 flusher, fresh inputs per size. `rows(...)`
-    times cuBLAS of the ladder's precision first, then each kernel, and checks each result after
-    its timing loop against the float64 reference."""
-
-    def __init__(self, lab, facts):
-        from .cublas import Cublas
-        from .timing import L2Flusher
-        self.lab, self.facts = lab, facts
-        self.blas = Cublas()
-        self.flusher = L2Flusher(facts["l2_bytes"])
-        self.rng = np.random.default_rng()
-
-    def measure(self, prec, entries, M, N, K, progress=None, deadline=None, budget_s=1.0, group=None):
-        """[(entry, Timing, Verdict, cuBLAS ms)] for cuBLAS of `prec` and each entry ({"name", "kernel",
-        "variant"}; kernel None = a cuBLAS call of entry["precision"]), timed interleaved (common.timing
-        says why), each with its own output buffer, poisoned first and checked after the timing against
-        the float64 reference. With `group`, entries are timed `group` at a time, each group with cuBLAS
-        again, and with a deadline (time.monotonic()) the groups after it are left out."""
-        import time
-        import pycuda.driver as cuda
-        from .timing import time_interleaved
-        lab = self.lab
-        A, B = prec.random_inputs(M, N, K, self.rng)
-        ref, abs_ref = checking.reference(*prec.reference_inputs(A, B))
-        a, b = cuda.to_device(A), cuda.to_device(B)
-        base = {"name": BASELINE, "kernel": None, "variant": "", "precision": prec}
-        entries = list(entries)
-        group = group or max(len(entries), 1)
-        out, Cout, cs = [], np.empty((M, N), np.float32), {}
-        try:
-            for g in range(0, max(len(entries), 1), group):
-                if deadline is not None and g and time.monotonic() > deadline:
-                    print(f"time budget spent: {len(entries) - g} row(s) at {M}x{N}x{K} not timed")
-                    break
-                chunk = list(enumerate([base] + entries[g:g + group]))     # keyed by position: names may repeat
-                runs, tols = {}, {}
-                for i, e in chunk:
-                    if progress:
-                        progress(e.get("label", e["name"]))
-                    c = cs[i] = cuda.mem_alloc(M * N * 4)
-                    cuda.memset_d32(c, checking.NAN_BITS, M * N)
-                    k = e["kernel"]
-                    if k is None:
-                        call = precision(e.get("precision", prec)).cublas(self.blas)
-                        runs[i] = (lambda call=call, c=c: call(M, N, K, a, b, c))
-                        tols[i] = precision(e.get("precision", prec)).tolerance(K, abs_ref)
-                    else:
-                        launch = lab.launcher(k, M, N, K, e["variant"])
-                        runs[i] = (lambda launch=launch, c=c: launch(a, b, c))
-                        tols[i] = k.prec.tolerance(K, abs_ref, k.roundoff)
-                timings = time_interleaved(runs, self.flusher, budget_s=budget_s)
-                for i, e in chunk[1:] if g else chunk:     # a later group's cuBLAS is for its ratios only
-                    cuda.memcpy_dtoh(Cout, cs[i])           # the result of its last timed repetition
-                    v = checking.compare(Cout, ref, tols[i], label=f"{e.get('label', e['name'])} {M}x{N}x{K}")
-                    out.append((e, timings[i], v, timings[0].median_ms))
-                for c in cs.values():
-                    c.free()
-                cs.clear()
-        finally:
-            a.free(); b.free()
-            for c in cs.values():
-                c.free()
-        return out
-
-    def rows(self, ladder, kernels, n, extra_baselines=(), progress=None, deadline=None, budget_s=1.0):
-        """The bench's result rows of one ladder at M = N = K = n: cuBLAS of the ladder's precision,
-        the extra baselines, then the kernels (measure() says how they are timed and checked)."""
-        prec = self.lab.ladder_precision(ladder)
-        peak = prec.peak(self.facts["peaks"])
-        entries = [{"name": precision(x).baseline, "kernel": None, "variant": "", "precision": precision(x)}
-                   for x in extra_baselines]
-        entries += [{"name": k.name, "kernel": k, "variant": k.variant_for(n, n, n)} for k in kernels]
-        flops = 2.0 * n ** 3
-        out = []
-        for e, t, v, cublas_ms in self.measure(prec, entries, n, n, n, progress, deadline, budget_s,
-                                               group=6 if deadline is not None else None):
-            k, tf = e["kernel"], t.tflops(flops)
-            out.append({"ladder": ladder, "kernel": e["name"], "variant": e["variant"], "size": n, **t.as_dict(),
-                        "tflops": tf, "pct_of_peak": 100 * tf / peak if peak else None,
-                        "pct_of_cublas": 100 * cublas_ms / t.median_ms, "check": str(v), "check_ok": v.ok,
-                        **({"params": k.tiling.params} if k is not None and k.tag else {})})
-        return out
-
-
 def bench_stem(lab, ladders):
     """<lab>-bench for a run of every ladder: the record the grader's reference predictions and the
     notebooks read (the newest <lab>-bench_*.json). A run of some ladders (LADDER=fp16) is
@@ -403,7 +264,7 @@ def bench_report(lab, results, facts, sizes, ladders, blas, failures, stem, out_
             print(f"\n{lab.ladder_precision(a).baseline} / {lab.ladder_precision(b).baseline} "
                   f"(what the narrower inputs are worth): {ratios}")
     print("\n" + records.comparisons_table(record, lab=lab))
-    base = Path(out_dir) / f"{stem}_{_slug(facts['name'])}_{day}_{info['commit'][:7]}"
+    base = Path(out_dir) / f"{stem}_{slug(facts['name'])}_{day}_{info['commit'][:7]}"
     path = report.write_json(base.with_suffix(".json"), record)
     charts = []
     for ladder in ladders:
@@ -417,153 +278,6 @@ def bench_report(lab, results, facts, sizes, ladders, blas, failures, stem, out_
 
 
 # --- make tune ------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Tuning:
-    """What `make tune` searches for one ladder (a lab's TUNING = {ladder: Tuning(...)}).
-    kernel      the row whose parameters are searched ("v8")
-    candidates  parameter dicts ({} = the file's defaults, the taught configuration), or a callable
-                returning them
-    illegal     params -> None, or why the configuration breaks the kernel's static_asserts: checked
-                before anything is compiled (common.legality.Legality asks the compiler, all at once)
-    sizes       the squares it is timed at; the best per size class is recorded (of a class timed at
-                two sizes, the first size's best)"""
-    kernel: str
-    candidates: object
-    illegal: Optional[Callable] = None
-    sizes: tuple = (4096,)
-
-    def configs(self):
-        c = self.candidates() if callable(self.candidates) else self.candidates
-        return [dict(p) for p in c]
-
-
-def shape_class(n):
-    """The size class a square's best configuration is recorded under."""
-    return "small" if n < 1536 else ("medium" if n < 3072 else "large")
-
-
-def tuned_path(lab, facts):
-    return lab.results_dir / f"{lab.short}-tuned_{_slug(facts['name'])}.json"
-
-
-def tuned_kernel(lab, ladder, facts, size=4096):
-    """The best configuration `make tune` recorded for this GPU, ladder and size class, as a row, or None."""
-    best = (_read_json(tuned_path(lab, facts)).get("best") or {}).get(ladder, {}).get(shape_class(size))
-    return _tuned_row(lab, best)
-
-
-def _tuned_row(lab, best):
-    """A recorded best ({kernel, params, ...}) as a row of the lab's table, or None (no parameters: the
-    defaults won; a kernel or parameter the table no longer has)."""
-    if not best or not best.get("params"):
-        return None
-    base = lab.kernels.get(best.get("kernel"))
-    if base is None:
-        return None
-    try:
-        return base.with_params(**best["params"])
-    except CourseError:
-        return None
-
-
-TUNED = ":tuned"            # NAME:tuned, for the profilers: the build `make tune` recorded for this GPU
-
-
-def tuned_builds(lab, arch):
-    """{name: (row, note)}: each distinct build `make tune` recorded in results/ for a GPU of `arch`,
-    noted with the GPUs and size classes it won ("tuned: NVIDIA H200 large"). No GPU needed."""
-    found = {}
-    for path in sorted(lab.results_dir.glob(f"{lab.short}-tuned_*.json")):
-        record = _read_json(path)
-        if record.get("arch") != arch:
-            continue
-        for classes in (record.get("best") or {}).values():
-            for cls, best in classes.items():
-                k = _tuned_row(lab, best)
-                if k is not None:
-                    found.setdefault(k.name, (k, []))[1].append(f"{record.get('gpu', path.stem)} {cls}")
-    return {name: (k, "tuned: " + ", ".join(where)) for name, (k, where) in found.items()}
-
-
-def tuned_named(lab, name, facts, size):
-    """The row NAME:tuned stands for on this GPU at size^3 (make tune's record for NAME's ladder and the
-    size class), or a CourseError that says what to run."""
-    base = lab.kernel(name[:-len(TUNED)])
-    ladder = lab.ladder_of(base)
-    k = tuned_kernel(lab, ladder, facts, size) if ladder else None
-    if k is None or k.base_name != base.name:
-        raise CourseError(f"`make tune` recorded no configuration of {base.name} for {facts['name']} "
-                          f"at {size}^3 ({shape_class(size)} squares)",
-                          hint=f"run `make tune` on this GPU first, or profile {base.name} itself")
-    return k
-
-
-def _read_json(path):
-    import json
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def merge_tuned(recorded, best):
-    """The tuned record after a run: the classes this run timed take its best, the others keep what
-    an earlier run recorded (`make tune SIZE=4096` must not forget the 2048^3 winner)."""
-    merged = {ladder: dict(classes) for ladder, classes in (recorded.get("best") or {}).items()}
-    for ladder, classes in best.items():
-        merged.setdefault(ladder, {}).update(classes)
-    return merged
-
-
-def _as_tuning(spec):
-    return spec if isinstance(spec, Tuning) else Tuning(spec[0], spec[1])
-
-
-def tune_candidates(lab, ladder, spec, arch, jobs=None):
-    """(kept rows, rejected [(name, why)]): illegal configurations are refused before compiling,
-    the rest compiled in parallel, and any that spills or fails to compile is rejected."""
-    from concurrent.futures import ThreadPoolExecutor
-    import os
-    base = lab.kernel(spec.kernel)
-    rows, rejected = [], []
-    configs = spec.configs()
-    if hasattr(spec.illegal, "check"):     # common.legality.Legality: one compile for the whole batch
-        spec.illegal.check([p for p in configs if p])
-    for p in configs:
-        why = spec.illegal(p) if spec.illegal and p else None
-        k = base.with_params(**p) if p else base
-        if why:
-            rejected.append((k.name, f"illegal: {why}"))
-        else:
-            rows.append(k)
-    build_arch = lab.build_arch(base, arch)
-
-    def compile_one(k):
-        try:
-            res = lab.build([k], [arch], jobs=1)[(k.name, build_arch)]
-        except CourseError as e:
-            return k, f"did not compile: {e.message.splitlines()[-1][:160]}"
-        spilled = [e for e, r in res.items() if r["spill_stores"] or r["spill_loads"] or r["stack"]]
-        return k, (f"spills in {', '.join(spilled)}" if spilled else None)
-
-    from .lab import check_shared_memory
-    kept, done = [], 0
-    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
-        for k, why in pool.map(compile_one, rows):
-            done += 1
-            report.progress(done, len(rows), f"{ladder}: compiled {k.name}")
-            if not why:
-                try:
-                    check_shared_memory(k)
-                except CourseError as e:
-                    why = e.message
-            if why:
-                rejected.append((k.name, why))
-            else:
-                kept.append(k)
-    return kept, rejected
-
 
 def tune(lab, args):
     """Search each ladder's TUNING space on this GPU: refuse illegal configurations before compiling,
@@ -589,7 +303,7 @@ def tune(lab, args):
     m = Measurer(lab, facts)
     results, rejected_all, best = [], {}, {}
     for ladder, spec in tuning.items():
-        spec = _as_tuning(spec)
+        spec = as_tuning(spec)
         kept, rejected = tune_candidates(lab, ladder, spec, arch)
         rejected_all[ladder] = rejected
         print(f"{ladder}: {len(kept)} configurations of {spec.kernel} to time, {len(rejected)} refused"
@@ -625,7 +339,7 @@ def tune(lab, args):
     failures = [r["check"] for r in results if not r["check_ok"]]
     stem = f"{lab.short}-tune"
     info = report.run_info(lab.dir)
-    base = lab.results_dir / f"{stem}_{_slug(facts['name'])}_{datetime.date.today().isoformat()}_{info['commit'][:7]}"
+    base = lab.results_dir / f"{stem}_{slug(facts['name'])}_{datetime.date.today().isoformat()}_{info['commit'][:7]}"
     path = report.write_json(base.with_suffix(".json"), {
         "what": stem, "lab": lab.name, "gpu": facts, "run": info, "results": results, "failures": failures,
         "refused": rejected_all, "best": best, "budget_s": budget,
@@ -633,7 +347,7 @@ def tune(lab, args):
     for classes in best.values():
         for b in classes.values():
             b["from"] = _shown(lab, path)
-    record = merge_tuned(_read_json(tuned_path(lab, facts)), best)
+    record = merge_tuned(read_json(tuned_path(lab, facts)), best)
     tuned = report.write_json(tuned_path(lab, facts), {"gpu": facts["name"], "arch": arch, "run": info,
                                                         "best": record, "from": _shown(lab, path)})
     for ladder, classes in best.items():

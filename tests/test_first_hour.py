@@ -246,7 +246,7 @@ def test_a_wrong_kernel_is_told_before_the_gpu_is_looked_for(target, no_gpu):
 
 @pytest.mark.parametrize("lab_dir", all_lab_dirs(), ids=lambda d: d.name)
 def test_the_no_gpu_message_names_the_labs_gpu_and_only_notebooks_that_exist(lab_dir, no_gpu):
-    from common.targets import needs_gpu
+    from common.measure import needs_gpu
     lab = load(lab_dir)
     with pytest.raises(CourseError) as e:
         needs_gpu("bench", lab)
@@ -260,7 +260,7 @@ def test_the_no_gpu_message_names_the_labs_gpu_and_only_notebooks_that_exist(lab
 
 
 def test_lab_7c_is_said_to_need_a_hopper_gpu(no_gpu):
-    from common.targets import gpu_needed
+    from common.measure import gpu_needed
     assert gpu_needed(load("lab07c-hopper-wgmma")) == "an NVIDIA Hopper GPU (sm_90)"
     assert gpu_needed(load("lab07-matmul-registers")) == "an NVIDIA GPU of sm_80 or newer"
 

@@ -150,7 +150,7 @@ def test_checks_name_the_ladder():
 
 def test_a_tune_at_one_size_keeps_the_other_size_classes_it_did_not_time():
     """`make tune SIZE=4096` replaces the large-squares winner and leaves the 2048^3 (medium) one."""
-    from common.targets import merge_tuned
+    from common.measure import merge_tuned
     recorded = {"best": {"fp32": {"medium": {"kernel": "v8", "params": {"STAGES": 2}, "size": 2048},
                                   "large": {"kernel": "v8", "params": {}, "size": 8192}}}}
     new = {"fp32": {"large": {"kernel": "v8", "params": {"GROUP": 16}, "size": 4096}},
@@ -167,7 +167,7 @@ def test_a_size_class_timed_at_two_sizes_keeps_the_first_sizes_winner(tmp_path, 
     """Lab 7 tunes at 2048^3, 4096^3 and 8192^3; 4096 and 8192 are both "large". The record keeps
     4096^3's winner (the first size timed in the class), not whichever size came last."""
     from types import SimpleNamespace
-    from common import targets
+    from common import measure, targets
 
     class FakeMeasurer:
         def __init__(self, lab, facts):
@@ -175,7 +175,7 @@ def test_a_size_class_timed_at_two_sizes_keeps_the_first_sizes_winner(tmp_path, 
 
         def rows(self, ladder, kept, n, **kw):
             best = {4096: "k[A1]", 8192: "k[A2]"}.get(n, "k[A1]")
-            return ([{"kernel": targets.BASELINE, "tflops": 1.0, "pct_of_cublas": 100.0, "check_ok": True,
+            return ([{"kernel": measure.BASELINE, "tflops": 1.0, "pct_of_cublas": 100.0, "check_ok": True,
                       "spread_pct": 0.0, "check": "PASS"}] +
                     [{"kernel": k.name, "tflops": 2.0 if k.name == best else 1.5, "pct_of_cublas": 150.0,
                       "check_ok": True, "spread_pct": 0.0, "check": "PASS"} for k in kept])
@@ -186,7 +186,7 @@ def test_a_size_class_timed_at_two_sizes_keeps_the_first_sizes_winner(tmp_path, 
 
     kept = [K("k[A1]", {"A": 1}), K("k[A2]", {"A": 2})]
     lab = SimpleNamespace(name="labX", short="labx", dir=tmp_path, results_dir=tmp_path,
-                          option=lambda name, default=None: {"fp32": targets.Tuning("k", [{}], sizes=(4096, 8192))},
+                          option=lambda name, default=None: {"fp32": measure.Tuning("k", [{}], sizes=(4096, 8192))},
                           ladder_precision=lambda ladder: SimpleNamespace(cublas_mode="cuBLAS"))
     monkeypatch.setattr(targets, "needs_gpu", lambda *a: {"arch": "sm_90", "name": "Test GPU"})
     monkeypatch.setattr(targets, "Measurer", FakeMeasurer)
@@ -194,16 +194,16 @@ def test_a_size_class_timed_at_two_sizes_keeps_the_first_sizes_winner(tmp_path, 
     monkeypatch.setattr(targets, "ladder_info", lambda *a: {})
     targets.tune(lab, SimpleNamespace(size=None, budget=None, ladder=None))
     import json
-    record = json.loads(targets.tuned_path(lab, {"name": "Test GPU"}).read_text())
+    record = json.loads(measure.tuned_path(lab, {"name": "Test GPU"}).read_text())
     assert record["best"]["fp32"]["large"]["params"] == {"A": 1}
     assert record["best"]["fp32"]["large"]["size"] == 4096
 
 
 def test_tune_names_the_ladders_it_can_tune(tmp_path, monkeypatch):
     from types import SimpleNamespace
-    from common import targets
+    from common import measure, targets
     from common.errors import CourseError
-    lab = SimpleNamespace(name="labX", option=lambda name, default=None: {"fp32": targets.Tuning("k", [{}])})
+    lab = SimpleNamespace(name="labX", option=lambda name, default=None: {"fp32": measure.Tuning("k", [{}])})
     monkeypatch.setattr(targets, "needs_gpu", lambda *a: {"arch": "sm_90", "name": "Test GPU"})
     with pytest.raises(CourseError) as e:
         targets.tune(lab, SimpleNamespace(size=None, budget=None, ladder="fp16"))

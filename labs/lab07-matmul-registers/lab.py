@@ -10,7 +10,7 @@ Adding a kernel is one .cu file in kernels/ and one row here.
 from common.bounds import Bounds
 from common.headers import cutlass_include
 from common.kernels import ALPHA_BETA, Kernel
-from common.targets import Tuning
+from common.measure import Tuning
 
 from . import space_t4, space_v8
 from .models import BANK_ACCESSES, BANK_MAIN_LOOPS, CHECK_SHAPES, HIERARCHY, INNER_LOOPS  # noqa: F401

@@ -10,7 +10,7 @@ from common.headers import cutlass_include
 from common.kernels import ALPHA_BETA, Kernel
 from common.lab import load
 from common.precision import TF32_ROUNDED, TF32_TRUNCATED
-from common.targets import Tuning
+from common.measure import Tuning
 
 from .models import BANK_ACCESSES, BANK_MAIN_LOOPS  # noqa: F401  (the bank model's data)
 from .tuning import candidates, reason_illegal

@@ -1,5 +1,5 @@
 """What `make tune` searches for k7 (kernels/k7_unroll_xor_stages.cu) on this GPU: data for
-common.targets.Tuning. What is legal is k7's own static_asserts, asked of the compiler.
+common.measure.Tuning. What is legal is k7's own static_asserts, asked of the compiler.
 
     DEFAULTS              k7's parameters as its .cu file defines them (read from the file, not restated)
     reason_illegal(params) -> None, or the sentence of the first k7 static_assert that params break

@@ -11,7 +11,7 @@ from dataclasses import replace
 from common.headers import cutlass_include
 from common.kernels import ALPHA_BETA, Kernel
 from common.lab import load
-from common.targets import Tuning
+from common.measure import Tuning
 
 from .launch import PackA, StreamK
 from .models import BANK_ACCESSES, BANK_MAIN_LOOPS  # noqa: F401  (the bank model's data)

@@ -1,5 +1,5 @@
 """What `make tune` searches for c5 (kernels/c5_wide_epilogue.cu) on this GPU: data for
-common.targets.Tuning. What is legal is c5's own static_asserts, asked of the compiler before anything is
+common.measure.Tuning. What is legal is c5's own static_asserts, asked of the compiler before anything is
 built (one compile of the parameter lines for the whole sweep; CuTe takes 20-40 s of nvcc per build).
 
     DEFAULTS               c5's parameters as its .cu file defines them (read from the file, not restated)

@@ -116,18 +116,18 @@ def test_make_ncu_refuses_a_tuned_name_that_names_no_kernel_of_the_lab(kernel):
 
 def test_name_tuned_without_a_record_for_this_gpu_says_to_run_make_tune():
     from common.errors import CourseError
-    from common.targets import tuned_named
+    from common.measure import tuned_named
     with pytest.raises(CourseError) as e:
         tuned_named(LAB, "v8:tuned", {"name": "A GPU nobody tuned on"}, 2048)
     assert "A GPU nobody tuned on" in e.value.message and "make tune" in e.value.hint
 
 
 def test_name_tuned_is_the_recorded_build_of_that_kernel(monkeypatch):
-    from common import targets
-    monkeypatch.setattr(targets, "tuned_kernel", lambda lab, ladder, facts, size: LAB.kernel("v8").with_params(STAGES=2))
-    assert targets.tuned_named(LAB, "v8:tuned", {"name": "x"}, 4096).name == "v8[STAGES2]"
-    with pytest.raises(targets.CourseError):            # the record's build is v8's, not v7's
-        targets.tuned_named(LAB, "v7:tuned", {"name": "x"}, 4096)
+    from common import measure
+    monkeypatch.setattr(measure, "tuned_kernel", lambda lab, ladder, facts, size: LAB.kernel("v8").with_params(STAGES=2))
+    assert measure.tuned_named(LAB, "v8:tuned", {"name": "x"}, 4096).name == "v8[STAGES2]"
+    with pytest.raises(measure.CourseError):            # the record's build is v8's, not v7's
+        measure.tuned_named(LAB, "v7:tuned", {"name": "x"}, 4096)
 
 
 # --- the sanitize summary: every problem names its kernel and its tool --------------------------

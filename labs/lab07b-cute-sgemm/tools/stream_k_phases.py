@@ -80,7 +80,7 @@ def phases(lab, n):
 
 
 def main(argv):
-    from common.targets import _slug, needs_gpu
+    from common.measure import needs_gpu, slug
     lab = load("lab07b-cute-sgemm")
     needs_gpu(None, lab, command="tools/stream_k_phases.py")
     try:
@@ -98,7 +98,7 @@ def main(argv):
                            title=f"c6 at {n}^3: {rec['dp_tiles']} whole tiles, {rec['shared_tiles']} shared by "
                                  f"{rec['workers']} workers; ideal workers {rec['ideal_workers_ms']:.3f} ms"))
     info = report.run_info(lab.dir)
-    path = lab.results_dir / (f"{lab.short}-c6-phases_{_slug(facts['name'])}_{datetime.date.today().isoformat()}_"
+    path = lab.results_dir / (f"{lab.short}-c6-phases_{slug(facts['name'])}_{datetime.date.today().isoformat()}_"
                               f"{info['commit'][:7]}.json")
     report.write_json(path, {"what": f"{lab.short}-c6-phases", "gpu": facts, "run": info, "sizes": out})
     print(f"\nfull data: {path.relative_to(lab.dir)}")

@@ -131,7 +131,7 @@ def pace(lab, lab7, Ks, builds=()):
 
 
 def main(argv):
-    from common.targets import _slug, needs_gpu
+    from common.measure import needs_gpu, slug
     lab, lab7 = load("lab07b-cute-sgemm"), load("lab07-matmul-registers")
     builds = []
     if argv and argv[0].split("=")[0] == "--builds":
@@ -159,7 +159,7 @@ def main(argv):
                               ("tflops_of_pace", "TFLOP/s of pace", ".1f"), ("pace_pct_of_cublas", "pace % cuBLAS", ".1f")],
                        title=f"main-loop pace on {facts['name']}: t(K) = fixed + pace K, K in {Ks}"))
     info = report.run_info(lab.dir)
-    path = lab.results_dir / (f"{lab.short}-wave-pace_{_slug(facts['name'])}_{datetime.date.today().isoformat()}_"
+    path = lab.results_dir / (f"{lab.short}-wave-pace_{slug(facts['name'])}_{datetime.date.today().isoformat()}_"
                               f"{info['commit'][:7]}.json")
     report.write_json(path, {"what": f"{lab.short}-wave-pace", "gpu": facts, "run": info, "ks": Ks, "rows": rows})
     print(f"\nfull data: {path.relative_to(lab.dir)}")
