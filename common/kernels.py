@@ -7,10 +7,14 @@
     kernel.with_params(BK=8)       the same source rebuilt with other parameters (tuning)
     kernel.with_defines(BK=8)      the same, for a row not bound to its lab yet (a table naming a
                                    build: its .cu static_asserts the values when it is built)
-    kernel.cubin(build_dir, arch)  where `make` puts its cubin
+    kernel.build_dir               the build/ folder of the lab whose kernels/ holds its source
+    kernel.cubin(build_dir, arch)  its cubin for `arch` in build_dir: build_dir/arch/<stem>[__<tag>].cubin
+                                   (Lab.cubin(k, arch) is the one call for where `make` puts it)
     kernel.variant_for(M, N, K)    which entry point serves a shape (e.g. 'vec' or 'scalar')
     kernel.cases(shapes)           -> [(variant, (M, N, K))]: every variant on every shape it serves
     kernel.refusal(M, N, K)        None, or the rule a shape breaks (in words)
+    kernel.unsupported(arch)       None, or why it cannot run on arch (Kernel.archs, .min_arch, .needs)
+    kernel.arch_note(arch)         what it loses on arch though it runs ('cp.async falls back ...'), or ''
     kernel.launch(func, M, N, K, a, b, c, alpha=1, beta=0)   one launch on the default stream
     load_function(cubin, entry, shared_bytes, signature)     PyCUDA function from a cubin (cached)
     sibling(func, entry, shared_bytes, signature)            another entry point of func's cubin (a
@@ -64,6 +68,12 @@ class Kernel:
     input_roundoff: object = None   # TF32 kernels: precision.TF32_ROUNDED or TF32_TRUNCATED, or a
                                     # function of the tiling (a parameter switches the rounding)
     archs: tuple = ()               # architectures it is built for; () = every one the course supports
+                                    # from min_arch on
+    min_arch: str = "sm_80"         # the oldest it runs on: Turing (sm_75) only where the row says so
+    needs: str = ""                 # why not older, in words ("cp.async and mma.m16n8k16"): shown where
+                                    # a build, a bench or a grade skips the kernel
+    arch_notes: dict = field(default_factory=dict)  # arch -> what the kernel loses there though it runs
+                                    # ("cp.async falls back to ordinary loads"): bench and build tables
     nvcc_flags: tuple = ()          # more nvcc flags (e.g. -DCUTE_...); include dirs below
     include_dirs: tuple = ()        # paths, or callables returning one (found at build time)
     launch_hook: Optional[Callable] = None
@@ -156,7 +166,17 @@ class Kernel:
     def label(self, variant=None):
         return self.name + (f"/{variant}" if variant else "")
 
+    @property
+    def build_dir(self):
+        """Where `make` puts this row's cubins: build/ of the lab whose kernels/ folder holds its source
+        (a row one lab borrows from another builds where it lives)."""
+        if not self.path:
+            raise CourseError(f"kernel {self.name} is not bound to a lab",
+                              hint="rows are bound when common.lab.load(folder) reads the lab's table")
+        return Path(self.path).parents[1] / "build"
+
     def cubin(self, build_dir, arch):
+        """The cubin for `arch` under build_dir (the kernel's own build_dir, or a grader's)."""
         stem = Path(self.source).stem + (f"__{self.tag}" if self.tag else "")
         return Path(build_dir) / arch / f"{stem}.cubin"
 
@@ -178,7 +198,22 @@ class Kernel:
         return [(v, tuple(s)) for v in self.variants for s in shapes if self.serves(v, *s)]
 
     def builds_for(self, arch):
-        return not self.archs or arch in self.archs
+        return self.unsupported(arch) is None
+
+    def unsupported(self, arch):
+        """None when the row runs on `arch` (sm_90 for a row built for sm_90a), else why not, in words."""
+        from .build import arch_number
+        if self.archs:
+            if arch in self.archs or arch + "a" in self.archs:
+                return None
+            return f"{self.name} runs only on {', '.join(self.archs)}" + (f": {self.needs}" if self.needs else "")
+        if arch_number(arch) < arch_number(self.min_arch):
+            return f"{self.name} needs {self.min_arch} or newer: {self.needs or 'it is not written for older GPUs'}"
+        return None
+
+    def arch_note(self, arch):
+        """What the kernel loses on `arch` though it runs there ('' when nothing)."""
+        return self.arch_notes.get(arch, "")
 
     # --- launching -----------------------------------------------------------------------------
     @property

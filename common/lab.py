@@ -5,6 +5,7 @@
     lab.ladder_precision(ladder)                  the Precision every row of a ladder is compared in
     lab.option("BENCH_SIZES", default)            any other name of the table, or the default
     lab.build(kernels, archs)                     nvcc every stale (kernel, arch); ptxas resources
+    lab.cubin(k, arch)                            where `make` puts k's cubin for a GPU of arch
     lab.gpu_arch()                                this GPU's sm_XY (CourseError without one)
     lab.build_arch(kernel, arch)                  the arch a kernel is built for on `arch` (sm_90 -> sm_90a
                                                   for Hopper-only rows), or None: it cannot run there
@@ -16,6 +17,7 @@
 The table module. A lab's `lab.py` is plain data, loaded as `<package>.lab` of a package made for the
 folder (so its own modules import each other with `from . import x`, and two labs never collide):
     TITLE           "Lab 7, Matmul II: register blocking, warp tiling, tensor cores"
+    NEEDS           why the lab's rows need their min_arch, for rows that do not say it themselves
     LADDERS         {"fp32": [Kernel, ...], "fp16": [...]}: every row of the lab, in ladder order
     and optionally BENCH_SIZES, SELFCHECK_SHAPES, SANITIZE_SHAPES, NCU_TABLES, TUNING, EXTRA_BASELINES,
     BANK_ACCESSES, COMPARISONS, INNER_LOOPS, ... (each target's docstring names what it reads).
@@ -83,7 +85,8 @@ class Lab:
         """A row of this lab's table with its source's full path (rows from another lab keep theirs)."""
         if k.path:
             return k
-        return replace(k, path=str(self.kernels_dir / k.source), lab=self.name)
+        return replace(k, path=str(self.kernels_dir / k.source), lab=self.name,
+                       needs=k.needs or self.option("NEEDS", ""))
 
     def module(self, name):
         """One of the lab's own Python modules (probe.py, grading/parts.py, ...), imported."""
@@ -116,11 +119,9 @@ class Lab:
     # --- building ------------------------------------------------------------------------------
     @staticmethod
     def build_arch(k, arch):
-        if not k.archs or arch in k.archs:
-            return arch
-        if arch + "a" in k.archs:
-            return arch + "a"
-        return None
+        if k.unsupported(arch):
+            return None
+        return arch if not k.archs or arch in k.archs else arch + "a"
 
     @staticmethod
     def _include_dirs(k):
@@ -135,7 +136,7 @@ class Lab:
         pairs = [(k, self.build_arch(k, a)) for k in kernels for a in archs]
         pairs = [(k, a) for k, a in pairs if a]
         with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
-            futures = {(k.name, a): pool.submit(nvbuild.compile_cubin, k.path, k.cubin(self.build_dir_of(k), a), a,
+            futures = {(k.name, a): pool.submit(nvbuild.compile_cubin, k.path, k.cubin(k.build_dir, a), a,
                                                 k.defines, flags=k.nvcc_flags, include_dirs=self._include_dirs(k))
                        for k, a in pairs}
             if progress:
@@ -145,8 +146,18 @@ class Lab:
             return {key: f.result() for key, f in futures.items()}
 
     def build_dir_of(self, k):
-        """Where a row's cubins go: its own lab's build/ (a borrowed row builds where it lives)."""
-        return self.build_dir if k.lab == self.name else Path(k.path).parents[1] / "build"
+        """Where a row's cubins go: Kernel.build_dir (its own lab's build/; a borrowed row builds where it lives)."""
+        return self.kernel(k).build_dir
+
+    def cubin(self, k, arch):
+        """Where `make` puts kernel k's cubin for a GPU of `arch` (sm_90 -> sm_90a for Hopper-only rows):
+        the one place the course computes a cubin's path."""
+        k = self.kernel(k)
+        ba = self.build_arch(k, arch)
+        if ba is None:
+            raise CourseError(f"{k.name} is not built for {arch}: {k.unsupported(arch)}",
+                              hint="its lab's README says which GPUs it needs")
+        return k.cubin(k.build_dir, ba)
 
     def gpu_arch(self):
         from .device import init_gpu
@@ -163,10 +174,10 @@ class Lab:
         gpu = self.gpu_arch()
         arch = self.build_arch(k, gpu)
         if arch is None:
-            raise CourseError(f"{k.name} runs only on {', '.join(k.archs)}, and this GPU is {gpu}",
+            raise CourseError(f"{k.unsupported(gpu)}, and this GPU is {gpu}",
                               hint="its lab's README says which GPUs it needs; the other labs run here")
         check_shared_memory(k)
-        func = load_function(str(k.cubin(self.build_dir_of(k), arch)), k.entries[variant], k.shared_bytes, k.signature)
+        func = load_function(str(self.cubin(k, arch)), k.entries[variant], k.shared_bytes, k.signature)
         return k.bound_launch(func, M, N, K, alpha=alpha, beta=beta)
 
     def random_inputs(self, k, M, N, K, rng):

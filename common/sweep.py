@@ -263,7 +263,7 @@ def sweep(lab, args):
     for es in plan.values():
         for e in es:
             k = e["kernel"]
-            unique.setdefault(str(k.cubin(lab.build_dir_of(k), lab.build_arch(k, arch))), k)
+            unique.setdefault(str(lab.cubin(k, arch)), k)
     report.progress(0, 1, f"building {len(unique)} cubins for {arch}")
     lab.build(list(unique.values()), [arch])
     copy_gbs, copy_t = copy_bandwidth()

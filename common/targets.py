@@ -96,7 +96,7 @@ def sass_counts(lab, arch, kernels=None, notes=None, progress=None):
     for i, k in enumerate(kernels, 1):
         if progress:
             progress(i, len(kernels), f"disassembling {k.name} ({arch})")
-        text = sassmod.disassemble(k.cubin(lab.build_dir_of(k), lab.build_arch(k, arch)))
+        text = sassmod.disassemble(lab.cubin(k, arch))
         counts, banks = sassmod.opcode_counts(text), register_banks.ffma_bank_conflicts(text)
         note = f" ({notes[k.name]})" if notes and k.name in notes else ""
         for v, entry in k.all_entries.items():

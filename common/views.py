@@ -168,9 +168,8 @@ def inner_loops(lab, arch, names=None):
     for name in names or table:
         kname, variant = table[name]
         k = lab.kernel(kname)
-        ba = lab.build_arch(k, arch)
         lab.build([k], [arch])
-        cubin = k.cubin(lab.build_dir_of(k), ba)
+        cubin = lab.cubin(k, arch)
         if cubin not in texts:
             texts[cubin] = sass.disassemble(cubin)
         listing = sass.kernel_listing(texts[cubin], k.entries[variant])

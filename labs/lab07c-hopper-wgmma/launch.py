@@ -32,7 +32,6 @@ against 0.19): common.timing's events bracket the hook, Python included.
 import ctypes
 import functools
 import os
-from pathlib import Path
 
 import numpy as np
 
@@ -45,7 +44,7 @@ SWIZZLE_FLOATS = 32     # ... or 32 floats (TF32)
 # --- the cubin, through the driver -------------------------------------------------------------
 def cubin_of(kernel):
     """Where `make` put the row's cubin (common.lab builds the rows for sm_90a only)."""
-    return kernel.cubin(Path(kernel.path).parents[1] / "build", kernel.archs[0])
+    return kernel.cubin(kernel.build_dir, kernel.archs[0])
 
 
 @functools.lru_cache(maxsize=None)

@@ -156,8 +156,7 @@ class _Plan:
         from common.kernels import load_function
         from common.lab import load
         lab = load(Path(k.path).parents[1])
-        arch = lab.build_arch(k, lab.gpu_arch())
-        cubin = str(k.cubin(lab.build_dir_of(k), arch))
+        cubin = str(lab.cubin(k, lab.gpu_arch()))
         t = k.tiling
         bm, bn = k.tile
         self.grid = (math.ceil(N / bn), math.ceil(M / bm), splits)

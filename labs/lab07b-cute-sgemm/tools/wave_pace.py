@@ -64,8 +64,7 @@ def shapes(lab, lab7, facts, builds=()):
     launch = importlib.import_module(f"{lab.package}.launch")
     out = []
     for label, L, k in kernels(lab, lab7, builds):
-        arch = L.build_arch(k, facts["arch"])
-        func = load_function(str(k.cubin(L.build_dir_of(k), arch)), k.entries["vec"], k.shared_bytes, k.signature)
+        func = load_function(str(L.cubin(k, facts["arch"])), k.entries["vec"], k.shared_bytes, k.signature)
         resident = launch.resident_blocks(func, k)
         bm, bn = k.tile
         for w in WAVES:
