@@ -76,24 +76,39 @@ def recorded_measurements(g):
 
 
 def template(g, solution=False):
+    """The answers.toml `make workspace` writes. solution=True (the reference workspace, for the
+    grader's tests): the model's answers, reasons and computed predictions, and the recorded
+    measurements for measured predictions. Without it, no expected value appears anywhere."""
     out = [f"# {g.lab.title.split(':')[0]}: check your understanding, and your predictions. "
            "`make grade` checks this file.",
            "# Write numbers (0.25), fractions or numbers with a unit as text (\"9/8\", \"33 %\"), words as text",
-           "# (\"registers\"). Leave \"TODO\" where you have no answer yet."]
+           "# (\"registers\"). Leave \"TODO\" where you have no answer yet. A `<id>_why` key asks for your reason",
+           "# in a sentence: the point needs the answer and a reason that names what decides it."]
     out += [_wrap_comment(line) for line in g.answers_intro.splitlines() if line.strip()]
     out += ["", "[student]", 'name = ""', "", "[questions]"]
     for i, q in enumerate(g.questions, 1):
         out.append(_wrap_comment(f"{i}. {q.text} ({q.tolerance_text()})"))
         out.append(f"{q.id} = {_fmt(q.answer()) if solution else json.dumps('TODO')}")
-    measured, size, path, _ = recorded_measurements(g) if solution else ({}, None, None, None)
-    out += ["", "[predictions]",
-            _wrap_comment(f"Predict BEFORE you run `make bench`: each kernel's speed as a % of cuBLAS at "
-                          f"{g.PREDICTION_SIZE}³ on the GPU you will grade on. Within {g.PREDICTION_FACTOR:g}x "
-                          f"of the measurement scores.")]
+        if q.why:
+            out.append(f"{q.why_key} = {json.dumps(q.why_model if solution else 'TODO')}")
+    if not g.predictions:
+        return "\n".join(out) + "\n"
+    measured_kind = [p for p in g.predictions if not p.computed]
+    measured, size, path, _ = recorded_measurements(g) if (solution and measured_kind) else ({}, None, None, None)
+    out += ["", "[predictions]"]
+    if measured_kind:
+        out.append(_wrap_comment(f"Predict BEFORE you run `make bench`: each kernel's speed as a % of cuBLAS at "
+                                 f"{g.PREDICTION_SIZE}³ on the GPU you will grade on. Within {g.PREDICTION_FACTOR:g}x "
+                                 f"of the measurement scores."))
+    if len(measured_kind) < len(g.predictions):
+        tols = sorted({f"{100 * p.rel_tol:g} %" for p in g.predictions if p.computed})
+        out.append(_wrap_comment(f"Derive BEFORE you measure: each number below follows from the kernel's header and "
+                                 f"the chapter's models. Within {' / '.join(tols)} of the answer scores; a miss is "
+                                 f"told neither the answer nor its direction."))
     if solution and path:
         out.append(f"# (the reference: the measurements of {Path(path).name} at {size}³)")
     for p in g.predictions:
-        out.append(f"# {p.text}")
-        value = measured.get(p.id)
-        out.append(f"{p.id} = {_fmt(round(value, 3)) if solution and value is not None else json.dumps('TODO')}")
+        out.append(f"# {p.text}" + (f" ({p.unit})" if p.computed else ""))
+        value = p.answer() if p.computed else measured.get(p.id)
+        out.append(f"{p.id} = {_fmt(round(value, 6)) if solution and value is not None else json.dumps('TODO')}")
     return "\n".join(out) + "\n"

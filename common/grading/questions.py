@@ -73,7 +73,7 @@ class Question:
         return f"{self.id}_why"
 
     def _look(self):
-        return f": look at {self.hint}" if self.hint else ""
+        return f" (look at: {self.hint})" if self.hint else ""
 
     def grade(self, raw):
         """(ok, reason). raw: the TOML value (number or string), or None when missing. A wrong
@@ -112,8 +112,9 @@ class Question:
         return True, ""
 
     def pasted_question_passes(self):
-        """Does the question's own text name a key idea? (Then pasting it would help: not allowed.)"""
-        return [idea for idea in self.why if any(mentions(self.text, alt) for alt in idea)]
+        """The key ideas that the question's own text or its hint names (pasting them would help:
+        Grading refuses such a question)."""
+        return [idea for idea in self.why if any(mentions(f"{self.text} {self.hint}", alt) for alt in idea)]
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,7 @@ def grade_prediction(p, raw, measured, factor=2.0):
     got = parse_number(raw)
     if got is None:
         return False, f"{raw!r} is not a number"
-    look = f": look at {p.hint}" if p.hint else ""
+    look = f" (look at: {p.hint})" if p.hint else ""
     if p.computed:
         want = p.answer()
         ok = abs(got - want) <= p.rel_tol * abs(want) + 1e-12 * max(1.0, abs(want))

@@ -1,13 +1,17 @@
 """Lab 7's "check your understanding" questions and predictions: data for common/grading.
 
     QUESTIONS        id, text, the model's answer (a function of common.hierarchy / common.roofline),
-                     tolerance; numbers or a few words (common.grading.questions.Question)
-    PREDICTIONS      % of cuBLAS at PREDICTION_SIZE per kernel, and HGEMM / SGEMM (Prediction)
-    PREDICTION_SIZE, PREDICTION_FACTOR, ANSWERS_INTRO
+                     tolerance, a hint (what to look at on a wrong answer), and for the questions that
+                     ask why, the key ideas the reason must name (common.grading.questions.Question)
+    PREDICTIONS      numbers about v8, the rung after the graded ones, derived from its header and the
+                     chapter's models: computed here, graded within 15 % (Prediction with `expected`)
+    ANSWERS_INTRO
 
 The expected values are computed, never typed: if a model changes, the answer key changes with it
-(a test pins the chapter's own numbers: 9/8, 0.25, 92 FLOP/B, 33 %, 32 FLOP/B). This module imports
-nothing of the lab's grading/parts.py, nor it this one.
+(a test pins the chapter's own numbers: 9/8, 0.25, 92 FLOP/B, 33 %, 32 FLOP/B). They live here, in
+the grader's data, and nowhere a student reads before submitting: not in the workspace, not in the
+lab's README, not in `make grade`'s output (a wrong answer gets the hint, never the value). This
+module imports nothing of the lab's grading/parts.py, nor it this one.
 """
 from pathlib import Path
 
@@ -15,11 +19,10 @@ from common import hierarchy as H
 from common import roofline as R
 from common.grading.questions import Prediction, Question
 
-PREDICTION_SIZE = 4096      # the chapter's predictions are for 4096^3
-PREDICTION_FACTOR = 2.0     # a prediction within a factor of 2 of the measurement scores
-ANSWERS_INTRO = ("The course's models answer every question: common/hierarchy.py, common/roofline.py and the "
-                 "hierarchy explorer. The predictions are the chapter's section 9; Boehm's ratios are for "
-                 "another card.")
+ANSWERS_INTRO = ("Derive each answer from the kernels and the chapter; the hierarchy explorer and `make sass` "
+                 "let you check your reasoning. Where a question has a `_why` key, write your reason in a "
+                 "sentence: it is graded too (it must name what decides the answer). The predictions are "
+                 "about v8, which is not graded: read its header, derive, then measure.")
 
 
 def _tiling(name, **changes):
@@ -37,75 +40,128 @@ def _occupancy(arch, threads, registers, tiling):
 
 
 QUESTIONS = [
-    Question("v4_loads_per_fma",
-             "v4 (section 2): shared-memory load instructions per FMA in the chapter's model (per k: the As "
-             "loads and the one Bs load, over the FMAs)",
-             lambda: _traffic("v4", "loads_per_fma"), "hierarchy.traffic(tiling(lab, 'v4'))['loads_per_fma']", rel_tol=0.01),
-    Question("v5_loads_per_fma", "v5 (section 3): shared-memory load instructions per FMA, scalar loads",
-             lambda: _traffic("v5", "loads_per_fma"), "hierarchy.traffic(tiling(lab, 'v5'))", rel_tol=0.01),
+    Question("v4_loads_per_fma", "v4: shared-memory load instructions per FMA in one thread's inner loop",
+             lambda: _traffic("v4", "loads_per_fma"), "hierarchy.traffic(tiling(lab, 'v4'))['loads_per_fma']",
+             rel_tol=0.01, hint="one k step of the loop: which loads does a thread issue, and how many FFMA use them?",
+             why=((9, "nine"), (8, "eight", "tm")),
+             why_model="Per k a thread loads 8 values of As and 1 of Bs, 9 loads, for 8 FMAs: 9/8."),
+    Question("v5_loads_per_fma", "v5: shared-memory load instructions per FMA, scalar loads",
+             lambda: _traffic("v5", "loads_per_fma"), "hierarchy.traffic(tiling(lab, 'v5'))", rel_tol=0.01,
+             hint="per k, how many values of A and of B does a thread need, and how many products do they make?",
+             why=((16, "sixteen"), (64, "sixty four")),
+             why_model="Per k a thread loads TM + TN = 16 values and makes TM x TN = 64 FMAs from them: 16/64."),
     Question("v7_loads_per_fma", "v7 (section 5): shared-memory load instructions per FMA, with LDS.128",
-             lambda: _traffic("v7", "loads_per_fma"), "hierarchy.traffic(tiling(lab, 'v7'))", rel_tol=0.01),
+             lambda: _traffic("v7", "loads_per_fma"), "hierarchy.traffic(tiling(lab, 'v7'))", rel_tol=0.01,
+             hint="count the LDS.128 of one k step in v7's SASS (or its loop), and the FFMA beside them",
+             why=((6, "six"), (128,)),
+             why_model="Per k: 2 LDS.128 for the 8 A values and 4 for the 16 B values of the strips, 6 loads "
+                       "for 8 x 16 = 128 FMAs."),
     Question("v7_wn32_loads_per_fma",
              "v7 with WN = 32 and WNITER = 2 (a make tune candidate: 8 warps of 64 x 32): load instructions per FMA",
              lambda: _traffic("v7", "loads_per_fma", WN=32, WNITER=2),
-             "hierarchy.traffic(tiling(lab, 'v7', WN=32, WNITER=2))", rel_tol=0.01),
+             "hierarchy.traffic(tiling(lab, 'v7', WN=32, WNITER=2))", rel_tol=0.01,
+             hint="a narrower warp tile: how many B values per k does a thread hold now, and how many FMAs?"),
     Question("v5_registers_estimate",
              "The hierarchy model's register estimate per thread for v5 (accumulators + operands + staging + "
              "overhead: the explorer shows each term)",
              lambda: H.estimate_registers(_tiling("v5"))[0], "hierarchy.estimate_registers(tiling(lab, 'v5'))",
-             rel_tol=0.10),
+             rel_tol=0.10, hint="add the terms: acc is TM x TN, the operands TM + TN, the staging of the loads"),
     Question("v7_accumulators", "v7: accumulator registers per thread",
              lambda: H.estimate_registers(_tiling("v7"))[1]["accumulators"],
-             "TM x TN x WNITER x WMITER, hierarchy.estimate_registers"),
+             "TM x TN x WNITER x WMITER, hierarchy.estimate_registers",
+             hint="the outputs one thread owns: its rows times its columns over all strips"),
     Question("v5_occupancy_sm86_pct",
              "v5 at 128 registers per thread (256 threads, 8 KB of shared memory) on an sm_86 GPU: occupancy, "
              "in % of the SM's warps",
              lambda: 100 * _occupancy("sm_86", 256, 128, "v5").fraction,
-             "hierarchy.occupancy('sm_86', 256, 128, smem)", abs_tol=1.0),
+             "hierarchy.occupancy('sm_86', 256, 128, smem)", abs_tol=1.0,
+             hint="the register file of an sm_86 SM, the registers of one block, and the SM's warp limit"),
     Question("v7_blocks_per_sm_sm90", "v7 at 208 registers per thread (128 threads) on sm_90: resident blocks per SM",
-             lambda: _occupancy("sm_90", 128, 208, "v7").blocks_per_sm, "hierarchy.occupancy('sm_90', 128, 208, smem)"),
+             lambda: _occupancy("sm_90", 128, 208, "v7").blocks_per_sm, "hierarchy.occupancy('sm_90', 128, 208, smem)",
+             hint="each limit in turn (registers, shared memory, threads, blocks): the smallest wins"),
     Question("v7_occupancy_limit", "...and which resource limits it (one word)?",
              lambda: _occupancy("sm_90", 128, 208, "v7").binding[0], "hierarchy.occupancy(...).binding",
-             kind="words", accept=("register", "register file", "regs")),
+             kind="words", accept=("register", "register file", "regs"),
+             hint="compute what each resource alone would allow",
+             why=((26624, "26 k", "26k"), (65536, "64 k", "64k")),
+             why_model="A block needs 208 x 128 = 26624 registers and the SM has 65536: only 2 blocks fit, "
+                       "while shared memory alone would allow more."),
     Question("v6_warp_bytes_per_output",
              "v6: bytes of shared memory a warp reads per output, per unit of K (its 16 x 128 strip, each value once)",
              lambda: _traffic("v6", "bytes_per_output_warp"), "hierarchy.traffic(...)['bytes_per_output_warp']",
-             rel_tol=0.01),
+             rel_tol=0.01, hint="the values of A and B a warp's strip needs per k, in bytes, over its outputs"),
     Question("v7_warp_bytes_per_output", "v7: the same for its 64 x 64 warp tile",
              lambda: _traffic("v7", "bytes_per_output_warp"), "hierarchy.traffic(...)['bytes_per_output_warp']",
-             rel_tol=0.01),
+             rel_tol=0.01, hint="the same count for a square warp tile: rows plus columns, over rows times columns"),
     Question("v5_global_flop_per_byte",
              "v5's 128 x 128 block tile: FLOP per byte of A and B read from global memory if nothing hits in L2",
              lambda: _traffic("v5", "global_flop_per_byte"), "hierarchy.traffic(...)['global_flop_per_byte']",
-             rel_tol=0.01),
+             rel_tol=0.01, hint="per k step of the block: the FLOP of its outputs, the bytes of the A and B slices",
+             why=((256, "bm + bn", "both tile"), ("4 byte", "four byte", "sizeof float", "4 b")),
+             why_model="Per unit of K the block does 2 x 128 x 128 FLOP and reads BM + BN = 256 floats of "
+                       "4 bytes each: 32768 / 1024 = 32."),
     Question("ridge_fp16_geforce",
              "A GPU with 61.7 TFLOP/s of FP16 tensor throughput and 672 GB/s of DRAM bandwidth: its ridge point, FLOP/B",
              lambda: R.roofs({"peaks": {"fp32": None, "fp16_tensor": 61.7}, "memory_bandwidth_gbs": 672})["ridge_fp16_tensor"],
-             "roofline.roofs(...): peak / bandwidth", rel_tol=0.02),
+             "roofline.roofs(...): peak / bandwidth", rel_tol=0.02,
+             hint="the intensity at which the bandwidth roof meets the compute roof; mind the units"),
     Question("ridge_fp32_h200", "An H200: 66.9 TFLOP/s FP32 (FFMA) and 4.8 TB/s: its FP32 ridge point, FLOP/B",
              lambda: R.roofs({"peaks": {"fp32": 66.9, "fp16_tensor": None}, "memory_bandwidth_gbs": 4800})["ridge_fp32"],
-             "roofline.roofs(...): peak / bandwidth", rel_tol=0.02),
+             "roofline.roofs(...): peak / bandwidth", rel_tol=0.02,
+             hint="the intensity at which the bandwidth roof meets the compute roof; mind the units"),
     Question("t2_a_fragment_reuse",
              "t2: how many mma_sync use each A fragment a warp loads from shared memory (per 16-deep step)?",
-             lambda: _tiling("t2").WN // 16, "WN / 16 of tiling(lab, 't2')"),
+             lambda: _tiling("t2").WN // 16, "WN / 16 of tiling(lab, 't2')",
+             hint="the loop of mma_sync: for one a[i], how many j?",
+             why=((32, "wn"), ("b fragment", "frag n", "fragn")),
+             why_model="The warp's tile is WN = 32 columns wide, so it holds 2 B fragments of 16 columns and "
+                       "each A fragment meets both."),
     Question("t3_wait_prior_stages3", "t3 with STAGES = 3: the n of __pipeline_wait_prior(n) in the main loop",
-             lambda: 3 - 1, "the groups that may still be in flight: STAGES - 1"),
+             lambda: 3 - 1, "the groups that may still be in flight: STAGES - 1",
+             hint="count the groups committed when the wait runs, and which group holds the tile the warps compute next",
+             why=(("in flight", "pending", "outstanding", "not landed"), ("tile t", "current tile", "oldest")),
+             why_model="The wait follows the commit of tile t+2, so tiles t, t+1 and t+2 may be pending; tile t "
+                       "must have landed, so at most 2 groups may stay in flight."),
     Question("outer_product_view",
              "Which view of matrix multiply lets a thread reuse every loaded value for several FMAs (two words)?",
              lambda: "outer product", "section 1", kind="words",
-             accept=("outer products", "outer product view", "outerproduct")),
+             accept=("outer products", "outer product view", "outerproduct"),
+             hint="the views of C = A B as sums: of dot products, of columns, of rank-1 matrices"),
 ]
 
 QUESTION_IDS = [q.id for q in QUESTIONS]
 
 
 # ---------------------------------------------------------------------------------------------
-# Predictions
+# Predictions: v8, the rung after the graded ones, derived from its header (BM, BN, BK, the warp
+# tile, STAGES) and the chapter's models. Computed here, graded within REL_TOL.
 # ---------------------------------------------------------------------------------------------
 
-PREDICTIONS = [Prediction(k, f"{k}: % of cuBLAS SGEMM (FP32, TF32 off)", "fp32") for k in ("v4", "v5", "v6", "v7")] + \
-              [Prediction(k, f"{k}: % of cuBLAS HGEMM (FP16 in, FP32 accumulate)", "fp16") for k in ("t1", "t2", "t3")] + \
-              [Prediction("hgemm_over_sgemm", "cuBLAS HGEMM TFLOP/s / cuBLAS SGEMM TFLOP/s: what FP16 is worth",
-                          unit="x", ratio=("fp16", "fp32"))]
+# Why 15 %: each answer is exact arithmetic on the header's constants, and the mistakes a student
+# makes on the way are at least 25 % off: v8's loads per FFMA (6 / 128) against v6's count (4 / 64,
+# +33 %), scalar loads (24 / 128, 4x) or only one operand (2 / 128 or 4 / 128, -33 % or less); its
+# 128 x 256 tile's FLOP per byte (42.7) against a 128 x 128 tile's (32, -25 %) or FLOP counted as one
+# per FMA (21.3, -50 %); its shared memory (3 stages of 12 KB) against 2 stages (-33 %) or 4 (+33 %).
+# A 15 % band accepts rounding (42 or 43, 36 KB or 36.9 kB) and rejects all of them; a guess of
+# the order of magnitude has about one chance in eight to land in it.
+REL_TOL = 0.15
+
+
+def _v8(key):
+    return _traffic("v8", key)
+
+
+PREDICTIONS = [
+    Prediction("v8_loads_per_ffma", "v8: shared-memory load instructions per FFMA in its inner loop",
+               expected=lambda: _v8("loads_per_fma"), rel_tol=REL_TOL, unit="loads/FFMA",
+               hint="v8's header: TM, TN, WNITER, and the width of its shared loads"),
+    Prediction("v8_global_flop_per_byte",
+               "v8's block tile: FLOP per byte of A and B read from global memory if nothing hits in L2",
+               expected=lambda: _v8("global_flop_per_byte"), rel_tol=REL_TOL, unit="FLOP/B",
+               hint="v8's BM and BN: the FLOP of one k step of the block against the bytes it reads"),
+    Prediction("v8_shared_bytes", "v8's dynamic shared memory per block, in bytes (the default parameters)",
+               expected=lambda: _tiling("v8").shared_bytes(), rel_tol=REL_TOL, unit="B",
+               hint="the tiles of one stage, their padding if any, and STAGES"),
+]
 
 PREDICTION_IDS = [p.id for p in PREDICTIONS]

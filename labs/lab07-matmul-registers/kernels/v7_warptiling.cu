@@ -125,7 +125,7 @@ static_assert(SMEM_BYTES <= 48 * 1024, "v7: static shared memory (STAGES x (BK*(
 template <bool VEC>
 __device__ __forceinline__ float4 load4(const float* __restrict__ p)
 {
-    // BEGIN SOLUTION v7-float4-load: your v6's load4: VEC: p[0..3] as one float4 (LDG.E.128); else 4 floats
+    // BEGIN SOLUTION v7-float4-load: your v6 load4: VEC: p[0..3] as one float4; else 4 floats
     if constexpr (VEC)
         return *reinterpret_cast<const float4*>(p);   // LDG.E.128: p is 16-byte aligned
     else
@@ -226,7 +226,7 @@ __device__ __forceinline__ void sgemm_v7_body(int M, int N, int K, const float* 
 
     // registers -> shared buffer s: A transposed (4 scalar STS per group), B as is (STS.128)
     auto storeTile = [&](int s) {
-        // BEGIN SOLUTION v7-transposed-store: your v6's transposed store, into stage s: ra[g] into As[s][k][m]
+        // BEGIN SOLUTION v7-transposed-store: your v6 transposed store, into stage s: As[s][k][m]
 #pragma unroll
         for (int g = 0; g < A_GROUPS; ++g) {
             const int r = aRow + g * A_ROW_STEP;

@@ -84,7 +84,7 @@ static_assert(STAGES >= 2 && STAGES <= 8, "k3: STAGES must be 2..8 (one tile com
 static_assert(SMEM_BYTES <= 227 * 1024, "k3: shared memory above the 227 KB a block may have on sm_90 "
               "(sm_86/89/120: 99 KB; the launcher checks the device)");
 
-// BEGIN SOLUTION k3-swizzle: a_off(m, k) and b_off(k, n): the XOR swizzle of your k2 (this file's BK, A_SWZ_DIV, A_SWZ_MASK)
+// BEGIN SOLUTION k3-swizzle: a_off(m, k) and b_off(k, n), your k2 swizzle for this BK
 __device__ __forceinline__ int a_off(int m, int k)
 {
     return m * BK + ((((k >> 2) ^ ((m / A_SWZ_DIV) & A_SWZ_MASK))) << 2) + (k & 3);
@@ -156,7 +156,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
         else                        load_tile<VEC, false>(as, bs, A, B, M, N, K, bm, bn, k0, tid);
     };
 
-    // BEGIN SOLUTION k3-prologue: the prologue: tiles 0 .. STAGES-2 in flight, one commit group each (a group even past the last tile)
+    // BEGIN SOLUTION k3-prologue: tiles 0 .. STAGES-2 in flight, one commit group each
 #pragma unroll 1
     for (int s = 0; s < STAGES - 1; ++s) {      // prologue: tiles 0 .. STAGES-2 in flight
         if (s < ktiles) issue(s, s);
@@ -166,7 +166,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
 
 #pragma unroll 1
     for (int kt = 0; kt < ktiles; ++kt) {
-        // BEGIN SOLUTION k3-wait-and-issue: wait until tile kt has landed and every warp is done with tile kt-1; then issue tile kt+STAGES-1, commit
+        // BEGIN SOLUTION k3-wait-and-issue: wait for tile kt, then issue tile kt+STAGES-1 and commit
         cp_async_wait<STAGES - 2>();            // committed: kt + STAGES - 1 groups; tile kt is group kt
         __syncthreads();                        // everyone's copies landed; tile kt-1 is free
         const int kn = kt + STAGES - 1;

@@ -88,7 +88,7 @@ static_assert(SMEM_BYTES <= 227 * 1024, "k4: shared memory above the 227 KB a bl
               "(sm_86/89/120: 99 KB; the launcher checks the device)");
 
 // Shared-memory float offsets of element (m, k) of an A buffer and (k, n) of a B buffer.
-// BEGIN SOLUTION k4-swizzle: a_off(m, k) and b_off(k, n): the XOR swizzle of your k2 (this file's BK, A_SWZ_DIV, A_SWZ_MASK)
+// BEGIN SOLUTION k4-swizzle: a_off(m, k) and b_off(k, n), your k2 swizzle for this BK
 __device__ __forceinline__ int a_off(int m, int k)
 {
     return m * BK + ((((k >> 2) ^ ((m / A_SWZ_DIV) & A_SWZ_MASK))) << 2) + (k & 3);
@@ -165,7 +165,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     };
 
     // Prologue: tiles 0 .. STAGES-2 in flight, one commit group each (empty past the end).
-    // BEGIN SOLUTION k4-prologue: the prologue: tiles 0 .. STAGES-2 in flight, one commit group each (a group even past the last tile)
+    // BEGIN SOLUTION k4-prologue: tiles 0 .. STAGES-2 in flight, one commit group each
 #pragma unroll 1
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < ktiles) issue(s, s);
@@ -178,7 +178,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
         // Groups committed so far: kt + STAGES - 1; tile kt is group kt, so at most STAGES - 2 may
         // still fly. The barrier then also says every warp finished tile kt - 1, whose buffer the
         // copy below refills.
-        // BEGIN SOLUTION k4-wait-and-issue: wait until tile kt has landed and every warp is done with tile kt-1; then issue tile kt+STAGES-1, commit
+        // BEGIN SOLUTION k4-wait-and-issue: wait for tile kt, then issue tile kt+STAGES-1 and commit
         cp_async_wait<STAGES - 2>();
         __syncthreads();
         const int kn = kt + STAGES - 1;

@@ -88,7 +88,7 @@ static_assert(MI * NJ * 4 <= 160, "k6: more than 160 accumulators per lane canno
 static_assert(SMEM_BYTES <= 227 * 1024, "k6: shared memory above the 227 KB a block may have on sm_90 "
               "(sm_86/89/120: 99 KB; the launcher checks the device)");
 
-// BEGIN SOLUTION k6-swizzle: a_off(m, k) and b_off(k, n): the XOR swizzle of your k2 (this file's BK, A_SWZ_DIV, A_SWZ_MASK)
+// BEGIN SOLUTION k6-swizzle: a_off(m, k) and b_off(k, n), your k2 swizzle for this BK
 __device__ __forceinline__ int a_off(int m, int k)
 {
     return m * BK + ((((k >> 2) ^ ((m / A_SWZ_DIV) & A_SWZ_MASK))) << 2) + (k & 3);
@@ -134,7 +134,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     const float* a_src = A + (bm + a_m) * K + a_k;
     const float* b_src = B + b_k * N + bn + b_n;
 
-    // BEGIN SOLUTION k6-hoisted-a: your k4 ldmatrix address, hoisted out of the loop (k5): a_lane, the byte address of this lane's row of the warp's A rows; a_x, its float4 group at kk = 0 XOR the row's swizzle
+    // BEGIN SOLUTION k6-hoisted-a: your k4 ldmatrix address, hoisted (k5): a_lane, this lane's row; a_x, its group
     // Hoisted fragment addresses (k5). A: lane l reads row wm0 + l % 16, group (kk/4 + l/16) ^ swz,
     // and (kk/4 + l/16) ^ swz == (kk/4) ^ a_x with a lane constant a_x.
     const int a_row = wm0 + lane % 16;
@@ -195,7 +195,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
         }
     };
 
-    // BEGIN SOLUTION k6-prologue: the prologue: tiles 0 .. STAGES-2 in flight, one commit group each (a group even past the last tile)
+    // BEGIN SOLUTION k6-prologue: tiles 0 .. STAGES-2 in flight, one commit group each
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < ktiles) issue(s, s);
@@ -205,7 +205,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
 
 #pragma unroll 1
     for (int kt = 0; kt < ktiles; ++kt) {
-        // BEGIN SOLUTION k6-wait-and-issue: wait until tile kt has landed and every warp is done with tile kt-1; then issue tile kt+STAGES-1, commit
+        // BEGIN SOLUTION k6-wait-and-issue: wait for tile kt, then issue tile kt+STAGES-1 and commit
         cp_async_wait<STAGES - 2>();            // tile kt has landed (this thread's copies) ...
         __syncthreads();                        // ... everyone's, and tile kt-1's buffer is free again
         const int kn = kt + STAGES - 1;
@@ -251,7 +251,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
                 float* p = C + row * N + col;
                 float2 v = make_float2(alpha * acc[i][j][2 * h], alpha * acc[i][j][2 * h + 1]);
                 if constexpr (VEC) {
-                    // BEGIN SOLUTION k6-float2-epilogue: the pair C[row][col], C[row][col+1] of this lane as one float2 store (and one float2 read of C when beta != 0)
+                    // BEGIN SOLUTION k6-float2-epilogue: C[row][col], C[row][col+1] as one float2 (and one float2 read if beta != 0)
                     // N % 4 == 0 and col even: col < N means col + 1 < N, and p is 8-byte aligned
                     if (inside || (row < M && col < N)) {
                         if (beta != 0.0f) {
