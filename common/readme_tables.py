@@ -130,8 +130,11 @@ def sweep_markdown(record, ladder, rows, shapes):
     kernel reached at each shape (its variants and builds are rows of their own in the record)."""
     info = (record.get("ladders") or {}).get(ladder) or {}
     mode = info.get("baseline_mode") or "cuBLAS"
+    copy = (record.get("copy") or {}).get("gbs")
     head = (f"Measured on an {_gpu(record)} on {_date(record)}, % of {mode} at M x N x K "
-            f"(the newest shape sweep in `results/`; – : not timed at that shape):")
+            f"(the newest shape sweep in `results/`; – : not timed at that shape)"
+            + (f". A device-to-device copy in the same run: {copy:.0f} GB/s, its read and its write counted:"
+               if copy else ":"))
     lines = [head, "", "| kernel | what it is | file | " + " | ".join(shapes) + " |",
              "| --- | --- | --- | " + " | ".join("---:" for _ in shapes) + " |"]
     for name, idea, path in rows:

@@ -57,7 +57,7 @@ def _sweep(date="2026-12-04T10:00:00+00:00"):
                         "kernel": kernel, "pct_of_cublas": p})
     res.append({"ladder": "fp32", "set": "decode", "shape": "1x64x64", "N": 64, "kernel": "splitk[splits=1]",
                 "pct_of_cublas": 500.0})                                               # a build, not a row
-    return {"gpu": {"name": "Test GPU", "arch": "sm_99"}, "run": {"date": date},
+    return {"gpu": {"name": "Test GPU", "arch": "sm_99"}, "run": {"date": date}, "copy": {"gbs": 1234.4},
             "ladders": {"fp32": {"precision": "fp32", "baseline_mode": "cuBLAS SGEMM, TF32 off"}}, "results": res}
 
 
@@ -155,6 +155,7 @@ def test_sweep_table_and_its_furthest_kernel_by_the_worst_shape(tmp_path):
     spec = "sweep record=fake-sweep_*.json ladder=fp32 set=decode n=64"
     text = rt.render(lab, spec)
     assert "| kernel | what it is | file | 1x64x64 | 4x64x64 |" in text and "4x32x32" not in text
+    assert "copy in the same run: 1234 GB/s" in text
     assert "| tiles | not in the lab's table | – | 10.0 % | – |" in text and "splits=1" not in text
     # gemv wins one shape by far, splitk is never below 80 %: the best worst case is splitk's
     assert rt.furthest(lab, spec) == "splitk: at least 80.0 % of cuBLAS SGEMM at M = 1, 4 (M x 64x64) (Test GPU)"
