@@ -1,6 +1,8 @@
 """Precisions: everything that depends on what a kernel multiplies, in one table.
 
     PRECISIONS["fp32"], ["fp16_tensor"], ["tf32_tensor"], ["bf16_tensor"]   Precision rows
+    PRECISIONS["fp32_3xtf32"], ["tf32x3_cublas"]   FP32 from three TF32 products: a kernel, and
+                                    three cuBLAS TF32 calls (see "3xTF32" below)
     precision(name)                 -> the row; CourseError naming the choices
     p.input_dtype, p.element_bytes  what A and B hold on the device (numpy dtype; BF16 as uint16 bits)
     p.random_inputs(M, N, K, rng)   -> (A, B) ready to upload: fresh uniform(-1, 1) data, rounded
@@ -8,6 +10,7 @@
     p.tolerance(K, abs_ref, input_roundoff=None)   the per-element bound, see below
     p.peak(peaks)                   this precision's peak from device.peak_tflops(facts)
     p.cublas(blas)                  the bound cuBLAS call (M, N, K, a, b, c) of the same precision
+    tf32_round(x), tf32_truncate(x), tf32_split(x)   numpy models of the TF32 roundings and the split
     p.title, p.cublas_mode, p.baseline      what tables and charts print ("cuBLAS SGEMM")
 
 Why the tolerances. For any order of summation, a length-K dot product computed in floating point
@@ -31,6 +34,35 @@ product of the inputs as the kernel receives them, so only the kernel's own arit
                is what makes TF32 results differ from FP32 ones at K = 1 already. A kernel row says
                which rounding its kernel does (Kernel.input_roundoff); the default is truncation,
                the looser of the two.
+
+  fp32_3xtf32  FP32 in and out from three TF32 tensor-core products per k (NVIDIA calls it 3xTF32).
+               Each operand is split x = big + small, big = tf32(x), small = tf32(x - big), where tf32
+               rounds to the nearest TF32 (11 significant bits). Work it out in units of FP32's last
+               place at x's exponent, v = 2^(E-23) with 2^E <= |x| < 2^(E+1): x is an integer number
+               of v's, big one of 2^13 v (TF32's ulp at that exponent), so r = x - big is an integer
+               n of v's with |n| <= 2^12 (half TF32's ulp): r is exact in FP32 (13 bits at most).
+               small keeps 11 bits of n: exact for |n| < 2^11; for 2^11 <= |n| < 2^12 one bit goes,
+               an error of at most 1 v. So |x - big - small| <= v <= 2^-23 |x| (ties away or to
+               even alike), and |small| <= 2^12 v <= 2^-11 |x|. The kernel computes
+               big_a big_b + big_a small_b + small_a big_b, whose distance from a b is
+                   a db + b da - da db + small_a small_b    (da = a - big_a - small_a, db likewise)
+               <= (2^-23 + 2^-23 + 2^-46 + 2^-22) |a||b| = (2^-21 + 2^-46) |a||b|,
+               which the form above covers with e = 2^-22 (2e + e^2 = 2^-21 + 2^-44): three products
+               lose no more than one product of inputs off by 2^-22. Each product is exact: a TF32 x
+               TF32 product has at most 22 significant bits, FP32 holds 24.
+               The accumulation: 3K products instead of K, added by the tensor core as fp16_tensor's
+               (truncating, 4u = 2^-22 per step, the model of Fasi et al. above); the terms sum to at
+               most (1 + 2^-11)^2 (1 + 2^-10) |A|.|B| < (1 + 2^-8) |A|.|B|, so
+                   bound = (2e + e^2 + (1 + 2^-8) gamma_3K(2^-22)) |A|.|B|,   e = 2^-22.
+               A kernel that promotes its partial sums (an MMA chain over KC of K from zero, then an FP32
+               FADD into a running sum, rounded to nearest: u = 2^-24) errs at most
+               gamma_3KC(2^-22) + gamma_(K/KC)(2^-24) relative, less than gamma_3K(2^-22) for every KC
+               >= 1: the bound holds for any chunk, and promotion only makes the result better. Three
+               cuBLAS TF32 calls accumulated through beta = 1 (tf32x3_cublas) add two FP32 roundings of
+               2^-24 to three chains of K: inside the same bound. What the bound cannot do is tell
+               3xTF32 from 1xTF32 at large K: a worst case grows like K, a typical error like sqrt(K);
+               1xTF32's input rounding breaks it at small K (below a hundred or so, where most of the
+               course's odd shapes are); `make accuracy` measures the typical error at every K.
 
 A kernel that computes in a narrower type than it claims fails these bounds: BF16 inputs (8 bits) are
 off by 2^-9, four times TF32's truncation; FP16 has TF32's mantissa but not its range, so the TF32
@@ -72,6 +104,7 @@ class Precision:
     cublas_mode: str            # the baseline's math mode, as every table says it
     baseline: str = "cuBLAS"    # the baseline's short name in a table: "cuBLAS SGEMM"
     wide_range: bool = False    # draw inputs over 2^-20 .. 2^20 (see the module docstring)
+    products_per_k: int = 1     # tensor-core products per k and output: 3 for 3xTF32
 
     @property
     def element_bytes(self):
@@ -106,12 +139,21 @@ class Precision:
     def tolerance(self, K, abs_ref, input_roundoff=None):
         """Per-element bound on |C - ref| (module docstring). abs_ref = |A|.|B| in float64."""
         e = self.input_roundoff if input_roundoff is None else input_roundoff
-        return (2 * e + e * e + _gamma(K, self.unit_roundoff)) * abs_ref + np.finfo(np.float32).tiny
+        n = self.products_per_k
+        growth = 1.0 if n == 1 else 1.0 + 2.0 ** -8      # the small parts' products add to the sum of |terms|
+        return ((2 * e + e * e + growth * _gamma(n * K, self.unit_roundoff)) * abs_ref
+                + np.finfo(np.float32).tiny)
 
     def peak(self, peaks):
         return (peaks or {}).get(self.peak_key)
 
     def cublas(self, blas):
+        """A method of common.cublas.Cublas, or "module:function" of common returning the call for blas
+        (a composition of several cuBLAS calls: tf32x3_cublas)."""
+        if ":" in self.cublas_call:
+            import importlib
+            module, function = self.cublas_call.split(":")
+            return getattr(importlib.import_module(f"{__package__}.{module}"), function)(blas)
         return getattr(blas, self.cublas_call)
 
 
@@ -125,10 +167,49 @@ PRECISIONS = {p.name: p for p in [
               "cuBLAS TF32", wide_range=True),
     Precision("bf16_tensor", "BF16 in, FP32 accumulate (tensor cores)", np.uint16, 2.0 ** -22, 0.0,
               "bf16_tensor", "bf16gemm", "cuBLAS GemmEx, BF16 in, FP32 accumulate and out", "cuBLAS BF16"),
+    # FP32-accurate from the TF32 tensor cores: the baseline is FP32 itself (cuBLAS SGEMM), the peak the
+    # tensor cores' TF32 one (three products per FP32 product: at most a third of it)
+    Precision("fp32_3xtf32", "FP32 in and out, 3xTF32 tensor cores (big + small split)", np.float32, 2.0 ** -22,
+              2.0 ** -22, "tf32_tensor", "sgemm", "cuBLAS SGEMM, FP32 FFMA (TF32 off)", "cuBLAS SGEMM",
+              wide_range=True, products_per_k=3),
+    Precision("tf32x3_cublas", "FP32 in and out, three cuBLAS TF32 GEMMs of the split operands", np.float32,
+              2.0 ** -22, 2.0 ** -22, "tf32_tensor", "accuracy:composed_3xtf32",
+              "3 x cuBLAS GemmEx COMPUTE_32F_FAST_TF32 (big.big + big.small + small.big, beta = 1), "
+              "split on the device", "cuBLAS 3xTF32 (3 calls)", wide_range=True, products_per_k=3),
 ]}
 
 TF32_ROUNDED = 2.0 ** -11      # Kernel.input_roundoff of a kernel that rounds with cvt.rna.tf32.f32
 TF32_TRUNCATED = 2.0 ** -10    # ... of one that lets the tensor core drop the low mantissa bits
+TF32_SPLIT = 2.0 ** -22        # ... of a 3xTF32 kernel (big + small, small.small dropped): see above
+
+_TF32_MASK = np.uint32(0xFFFFE000)    # sign, exponent, the top 10 mantissa bits
+
+
+def tf32_truncate(x):
+    """float32 values with the low 13 mantissa bits cleared: what a tensor core reads of raw FP32."""
+    b = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    return (b & _TF32_MASK).view(np.float32)
+
+
+def tf32_round(x, ties="even"):
+    """float32 values rounded to the nearest TF32 (cvt.rn.tf32.f32: ties to even; ties="away":
+    cvt.rna), low 13 bits zero. Inf and NaN pass unchanged; a value within half a TF32 ulp of FP32's
+    largest rounds to Inf, as the hardware does."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    b = x.view(np.uint32).astype(np.uint64)
+    add = 0x1000 if ties == "away" else 0xFFF + ((b >> 13) & 1)
+    r = ((b + add) & 0xFFFFE000).astype(np.uint32).view(np.float32)
+    return np.where(np.isfinite(x), r, x).astype(np.float32)
+
+
+def tf32_split(x, ties="even"):
+    """(big, small): big = tf32(x), small = tf32(x - big), both float32 with TF32 values; x - big is
+    exact in FP32 (see "fp32_3xtf32" above). Where x is Inf or NaN, small is 0 and big carries it."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    big = tf32_round(x, ties)
+    with np.errstate(invalid="ignore"):
+        rest = np.where(np.isfinite(x), x - big, np.float32(0)).astype(np.float32)
+    return big, tf32_round(rest, ties)
 
 
 def precision(name):

@@ -1,0 +1,175 @@
+"""The 3xTF32 tolerance (common/precision.py, fp32_3xtf32): it holds for a bit-exact numpy model of the
+split and of tensor-core accumulation, and it is not vacuous: 1xTF32 results break it.
+
+The model: TF32 rounding by bit masks (as cvt.rn / cvt.rna), the split big = tf32(x),
+small = tf32(x - big), the three products exact (float64 holds a 22-bit product exactly), summed either
+exactly (float64) or the way a tensor core may: in FP32, each addition truncated toward zero, the
+small products first, optionally promoted to an FP32 running sum every KC of K."""
+import numpy as np
+import pytest
+
+from common.precision import (PRECISIONS, TF32_SPLIT, precision, tf32_round, tf32_split,
+                              tf32_truncate)
+
+P3 = precision("fp32_3xtf32")
+# the course's odd shapes (lab 7a's GPU tests), M x N x K
+SHAPES = [(1, 1, 1), (1, 300, 77), (17, 33, 9), (127, 129, 132), (129, 127, 64), (128, 130, 128),
+          (257, 129, 513), (1000, 3, 520), (2, 301, 40), (5, 7, 2048), (300, 300, 1), (256, 256, 4)]
+SMALL_K = [s for s in SHAPES if s[2] <= 64]
+
+
+def draw(rows, cols, rng, kind):
+    """Inputs over wide ranges: uniform(-1, 1); per-row magnitudes 2^-20..2^20 (the course's TF32
+    draw); every element log-uniform over 1e-3..1e3 with random signs (the accuracy study's)."""
+    if kind == "uniform":
+        x = rng.uniform(-1, 1, (rows, cols))
+    elif kind == "rows":
+        x = rng.uniform(-1, 1, (rows, cols)) * np.exp2(rng.integers(-20, 21, (rows, 1)))
+    else:
+        x = rng.choice([-1.0, 1.0], (rows, cols)) * 10.0 ** rng.uniform(-3, 3, (rows, cols))
+    return x.astype(np.float32)
+
+
+def exact_3xtf32(A, B, ties="even"):
+    (Ab, As), (Bb, Bs) = tf32_split(A, ties), tf32_split(B, ties)
+    f = [x.astype(np.float64) for x in (Ab, As, Bb, Bs)]
+    return f[0] @ f[2] + f[0] @ f[3] + f[1] @ f[2]
+
+
+def _truncate_to_fp32(s):
+    """float64 -> the float32 nearest to zero of the two around it (a truncating adder's result)."""
+    f = s.astype(np.float32)
+    over = np.abs(f.astype(np.float64)) > np.abs(s)
+    f[over] = np.nextafter(f[over], np.float32(0))
+    return f
+
+
+def tensor_core_3xtf32(A, B, chunk=None):
+    """Every addition truncated to FP32, product by product, in the kernel's order per k: small.big,
+    big.small, big.big; with chunk, a chain restarts from zero every `chunk` k and is added to an FP32
+    running sum, rounded to nearest (FADD)."""
+    (Ab, As), (Bb, Bs) = tf32_split(A), tf32_split(B)
+    f = [x.astype(np.float64) for x in (Ab, As, Bb, Bs)]
+    M, K = A.shape
+    acc = np.zeros((M, B.shape[1]), np.float32)
+    total = np.zeros_like(acc)
+    for k in range(K):
+        for a, b in ((f[1], f[2]), (f[0], f[3]), (f[0], f[2])):
+            acc = _truncate_to_fp32(acc.astype(np.float64) + np.outer(a[:, k], b[k, :]))
+        if chunk and (k + 1) % chunk == 0:
+            total, acc = (total + acc).astype(np.float32), np.zeros_like(acc)
+    return (total + acc).astype(np.float64)
+
+
+def ratio(C, A, B, prec=P3, roundoff=None):
+    """max |C - A.B| / tolerance over the elements: <= 1 passes."""
+    A64, B64 = A.astype(np.float64), B.astype(np.float64)
+    tol = prec.tolerance(A.shape[1], np.abs(A64) @ np.abs(B64), roundoff)
+    return float(np.max(np.abs(C - A64 @ B64) / tol))
+
+
+@pytest.mark.parametrize("ties", ["even", "away"])
+def test_tf32_rounding_keeps_10_mantissa_bits_and_errs_at_most_half_an_ulp(ties):
+    x = draw(200, 200, np.random.default_rng(1), "wide")
+    r = tf32_round(x, ties)
+    assert not np.any(r.view(np.uint32) & 0x1FFF)
+    rel = np.abs(r.astype(np.float64) - x) / np.abs(x)
+    assert rel.max() <= 2.0 ** -11 and rel.max() > 0.9 * 2.0 ** -11
+    t = tf32_truncate(x)
+    assert np.all(np.abs(t) <= np.abs(x)) and (np.abs(t.astype(np.float64) - x) / np.abs(x)).max() < 2.0 ** -10
+
+
+def test_tf32_rounding_ties_as_the_instructions_do():
+    one, ulp = 1.0, 2.0 ** -10
+    ties = np.array([one + ulp / 2, one + 1.5 * ulp], np.float32)        # halfway cases
+    assert list(tf32_round(ties, "even")) == [one, one + 2 * ulp]
+    assert list(tf32_round(ties, "away")) == [one + ulp, one + 2 * ulp]
+    special = np.array([np.inf, -np.inf, np.nan], np.float32)
+    assert np.array_equal(tf32_round(special), special, equal_nan=True)
+
+
+@pytest.mark.parametrize("ties", ["even", "away"])
+def test_the_split_is_exact_to_2_to_the_minus_23(ties):
+    """|x - big - small| <= 2^-23 |x| (the module's derivation), reached; x - big exact in FP32."""
+    x = draw(300, 300, np.random.default_rng(2), "wide")
+    big, small = tf32_split(x, ties)
+    assert not np.any(big.view(np.uint32) & 0x1FFF) and not np.any(small.view(np.uint32) & 0x1FFF)
+    x64 = x.astype(np.float64)
+    assert np.array_equal((x - big).astype(np.float64), x64 - big)          # the remainder is exact
+    rel = np.abs(x64 - big - small) / np.abs(x64)
+    assert rel.max() <= 2.0 ** -23 and rel.max() > 2.0 ** -25
+    assert (np.abs(small) / np.abs(x64)).max() <= 2.0 ** -11
+
+
+def test_a_product_of_two_tf32_values_is_exact_in_fp32():
+    rng = np.random.default_rng(3)
+    a, b = tf32_round(draw(1, 100000, rng, "wide")), tf32_round(draw(1, 100000, rng, "wide"))
+    assert np.array_equal((a * b).astype(np.float64), a.astype(np.float64) * b)
+
+
+def test_inf_and_nan_ride_on_big_and_leave_small_zero():
+    big, small = tf32_split(np.array([np.inf, -np.inf, np.nan, 1.0], np.float32))
+    assert np.isposinf(big[0]) and np.isneginf(big[1]) and np.isnan(big[2]) and big[3] == 1.0
+    assert list(small) == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_the_split_roundoff_covers_the_dropped_terms():
+    """2e + e^2 with e = 2^-22 covers 2^-21 + 2^-46, the derived per-product error."""
+    e = TF32_SPLIT
+    assert 2 * e + e * e >= 2.0 ** -21 + 2.0 ** -46 and P3.input_roundoff == e
+    assert PRECISIONS["tf32x3_cublas"].tolerance(100, np.ones(1)) == P3.tolerance(100, np.ones(1))
+
+
+@pytest.mark.parametrize("kind", ["uniform", "rows", "wide"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_the_3xtf32_bound_holds_for_the_exact_model(shape, kind):
+    rng = np.random.default_rng([*shape, ["uniform", "rows", "wide"].index(kind)])
+    M, N, K = shape
+    A, B = draw(M, K, rng, kind), draw(K, N, rng, kind)
+    for ties in ("even", "away"):
+        assert ratio(exact_3xtf32(A, B, ties), A, B) <= 1.0
+
+
+@pytest.mark.parametrize("chunk", [None, 4, 32])
+@pytest.mark.parametrize("shape", [(17, 33, 9), (64, 48, 132), (31, 40, 300), (1, 300, 77)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_the_3xtf32_bound_holds_for_truncating_accumulation_promoted_or_not(shape, chunk):
+    rng = np.random.default_rng(7)
+    M, N, K = shape
+    A, B = draw(M, K, rng, "uniform"), draw(K, N, rng, "uniform")
+    assert ratio(tensor_core_3xtf32(A, B, chunk), A, B) <= 1.0
+
+
+def test_truncation_errs_more_than_round_to_nearest_and_promotion_helps():
+    """The model's premise, on same-signed inputs where truncation's bias adds up: a chain promoted
+    every 32 of K errs less than one chain over all of K."""
+    rng = np.random.default_rng(8)
+    A, B = rng.uniform(0.5, 1, (8, 1024)).astype(np.float32), rng.uniform(0.5, 1, (1024, 8)).astype(np.float32)
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    long_chain = np.abs(tensor_core_3xtf32(A, B) - ref).max()
+    promoted = np.abs(tensor_core_3xtf32(A, B, chunk=32) - ref).max()
+    assert promoted < long_chain / 4
+    assert ratio(tensor_core_3xtf32(A, B), A, B) <= 1.0
+
+
+@pytest.mark.parametrize("kind", ["uniform", "rows", "wide"])
+@pytest.mark.parametrize("shape", SMALL_K, ids=lambda s: "x".join(map(str, s)))
+def test_1xtf32_breaks_the_3xtf32_bound_where_input_rounding_shows(shape, kind):
+    """Not vacuous: one rounded (or truncated) TF32 product per k fails it, on every small-K shape
+    with more than a handful of outputs (at 1 x 1 x 1 a product may round exactly by chance)."""
+    M, N, K = shape
+    if M * N < 100:
+        pytest.skip("too few outputs for a rounding error to be certain")
+    rng = np.random.default_rng(11)
+    A, B = draw(M, K, rng, kind), draw(K, N, rng, kind)
+    for r in (tf32_round, tf32_truncate):
+        one_pass = r(A).astype(np.float64) @ r(B).astype(np.float64)
+        assert ratio(one_pass, A, B) > 1.0, r.__name__
+        # ... while it passes its own precision's bound (the comparison is fair)
+        assert ratio(one_pass, A, B, precision("tf32_tensor"), 2.0 ** -10) <= 1.0
+
+
+def test_the_3xtf32_bound_is_far_below_tf32s_at_small_k():
+    abs_ref = np.ones(1)
+    for K in (1, 8, 64):
+        assert P3.tolerance(K, abs_ref) * 8 < precision("tf32_tensor").tolerance(K, abs_ref, 2.0 ** -11)
