@@ -36,7 +36,9 @@ from pathlib import Path
 from ..errors import CourseError
 
 STATIC_KINDS = ("computes-fp32", "computes-tensor", "cp-async", "registers", "lds128", "float4-global",
-                "bytes-in-flight", "ordered-reduce", "float2-store")
+                "bytes-in-flight", "ordered-reduce", "float2-store",
+                "cp-async-fence",   # fences.py: every cp.async loop waits, then a barrier, before its shared loads
+                "probe")            # hostprobe.py: a lab's host program around the student's file, and its verdict
 GPU_KINDS = ("correct", "race-free", "fast", "bandwidth", "bitwise")
 
 DEFAULTS = {

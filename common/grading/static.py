@@ -22,6 +22,7 @@ from pathlib import Path
 from .. import build as nvbuild
 from .. import sass as sassmod
 from ..errors import CourseError
+from . import fences
 
 # FP16 (and BF16) arithmetic and conversions. HFMA2.MMA / HFMA2 with a zero product (`-RZ, RZ`) is how
 # ptxas moves a constant into a register: not math, and every FP32 kernel has some.
@@ -116,7 +117,8 @@ def sass_facts(compiled):
     counts, half = sassmod.opcode_counts(text), fp16_ops(text)
     return {entry: {"families": sassmod.family_counts(counts.get(entry, Counter())),
                     "opcodes": counts.get(entry, Counter()), "fp16": half.get(entry, Counter()),
-                    "bytes_in_flight": bytes_in_flight(sassmod.kernel_listing(text, entry))}
+                    "bytes_in_flight": bytes_in_flight(sassmod.kernel_listing(text, entry)),
+                    "fence_problems": fences.problems(sassmod.kernel_listing(text, entry))}
             for entry in compiled.row.entries.values()}
 
 
@@ -192,6 +194,8 @@ def _problems(kind, variant, r, facts, threshold=0):
             return ["no atomic counter: no block can tell when the other splits' partial tiles are written, "
                     "so the partials are never added (or added before they exist)"]
         return []
+    if kind == "cp-async-fence":          # fences.py
+        return facts["fence_problems"]
     if kind == "computes-fp32":
         if half:
             return [f"FP16 math in an FP32 kernel: {_fmt_ops(half)}" + ("; and no FFMA" if f["FFMA"] == 0 else "")]

@@ -1,4 +1,5 @@
-// c4_swizzle.cu -- lab 7b, c4: c3 + Swizzle<1,2,3> on the k-major tile (the worklog's B tile, our A)
+// c4_swizzle.cu -- lab 7b, c4: c3 + an XOR swizzle, Swizzle<B, M, S>, on the k-major tile (the worklog's B
+// tile, our A)
 //
 // C = alpha * A * B + beta * C, row-major FP32, A is M x K, B is K x N, C is M x N, any M, N, K >= 1.
 // With beta == 0, C is never read (it may hold NaN).
@@ -7,7 +8,7 @@
 // Launch: 1-D block of THREADS = THR_M * THR_N = 256, grid (ceil(N / BN), ceil(M / BM)), SMEM_BYTES of
 // dynamic shared memory (96 KB by default).
 //
-// What c4 adds over c3: sA = composition(Swizzle<1,2,3>, (BM, BK, STAGES) : (BK, 1, BM BK)). The
+// What c4 adds over c3: sA = composition(SwizzleA, (BM, BK, STAGES) : (BK, 1, BM BK)). The
 // worklog's kernel is column-major; its k-contiguous operand tile is its "B". In the row-major mapping
 // (cute_sgemm.cuh) that operand is our A, so the swizzle goes on sA.
 //
@@ -19,6 +20,7 @@
 // Swizzle<B, M, S> acts on the element offset o: it takes the B bits of o starting at bit M + S, shifts
 // them right by S and XORs them into the bits starting at bit M. With sA's offset o = 32 m + k
 // (k in bits 0-4, m from bit 5; the stage in bits 12 and up is untouched):
+// BEGIN SOLUTION c4-swizzle-why: which B, M and S, and why (the spec below says what they must do)
 //     B = 1  one bit is moved: bit 5, the lowest bit of m (odd rows against even rows)
 //     S = 3  it goes 3 bits down, to bit 2: the bit that picks a 16-byte chunk's half of an 8-float
 //            group; so (m, k) lives at 32 m + (k ^ 4 (m & 1)): odd rows swap neighbouring chunks
@@ -30,6 +32,7 @@
 // Rows m and m+1 now put column k in banks k and k ^ 4: the 32-bit read is conflict-free. The copies
 // stay conflict-free: a row is still 32 different banks. For other BK the swizzle moves the bit
 // log2(BK), m's lowest, the same way: Swizzle<1, 2, log2(BK) - 2>.
+// END SOLUTION c4-swizzle-why
 //
 // What nvcc makes of it: the A reads are LDS.128 along k (c1's header), and in the bank model a
 // 128-bit read's half warps never share a wavefront, so rows m and m+1 did not conflict to begin
@@ -72,7 +75,7 @@ static_assert(BM > 0 && BN > 0 && BK > 0 && THR_M > 0 && THR_N > 0, "c4: every t
 static_assert(THREADS % 32 == 0 && THREADS <= 1024, "c4: THR_M * THR_N must be whole warps, at most 1024 threads");
 static_assert(BM % THR_M == 0 && BN % THR_N == 0, "c4: the MMA threads must tile the block tile (BM % THR_M == 0, BN % THR_N == 0)");
 static_assert((BM / THR_M) * (BN / THR_N) <= 128, "c4: at most 128 accumulators per thread (more do not fit 255 registers)");
-static_assert(BK >= 8 && (BK & (BK - 1)) == 0, "c4: BK must be a power of two, at least 8 (the swizzle XORs bit log2(BK) into bit 2)");
+static_assert(BK >= 8 && (BK & (BK - 1)) == 0, "c4: BK must be a power of two, at least 8 (the swizzle works on the bits of the offset)");
 static_assert(THREADS % (BK / 4) == 0 && BM % (THREADS / (BK / 4)) == 0, "c4: the A tile's 16-byte chunks must split evenly over THREADS");
 static_assert(THREADS % (BN / 4) == 0 && BK % (THREADS / (BN / 4)) == 0, "c4: the B tile's 16-byte chunks must split evenly over THREADS");
 static_assert(THREADS % BK == 0 && BM % (THREADS / BK) == 0, "c4: the scalar A copy needs THREADS % BK == 0 and BM % (THREADS / BK) == 0");
@@ -88,10 +91,12 @@ using Stages = Int<STAGES>;
 
 // Shared memory, one layout per operand, the stage as a third mode (the layouts' cosize is the
 // allocation: SMEM_BYTES is checked against it below).
-//   sA (BM, BK, STAGES) : (BK, 1, BM BK)  k contiguous, as A lies in global memory, under Swizzle<1,2,3>
-//                                          (c4's header explains it; for BK = 32 the shift is 3)
+//   sA (BM, BK, STAGES) : (BK, 1, BM BK)  k contiguous, as A lies in global memory, under SwizzleA
+//                                          (the header says what it must do)
 //   sB (BN, BK, STAGES) : (1, BN, BN BK)  n contiguous, as B lies in global memory
+// BEGIN SOLUTION c4-swizzle: SwizzleA, a Swizzle<B, M, S> for every BK the static_asserts allow
 using SwizzleA = Swizzle<1, 2, log2i(BK) - 2>;
+// END SOLUTION c4-swizzle
 using SmemLayoutA = decltype(composition(SwizzleA{},
     make_layout(make_shape(TileM{}, TileK{}, Stages{}), make_stride(TileK{}, _1{}, Int<BM * BK>{}))));
 using SmemLayoutB = decltype(make_layout(make_shape(TileN{}, TileK{}, Stages{}),
@@ -207,8 +212,10 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
         if (s < k_tiles) load_tile(s, s);
         cp_async_fence();
     }
+    // BEGIN SOLUTION c4-fence-prologue: tile 0 must have landed for every thread before anyone reads it
     cp_async_wait<STAGES - 2>();
     __syncthreads();
+    // END SOLUTION c4-fence-prologue
     int read = 0, write = STAGES - 1;
     copy(tCsA(_, _, 0, read), tCrA(_, _, 0));             // k-block 0 of tile 0 into register set 0
     copy(tCsB(_, _, 0, read), tCrB(_, _, 0));
@@ -223,8 +230,10 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
         for (int k = 0; k < BK; ++k) {
             if (k == BK - 1) {   // tile t+1 has landed for everyone, and everyone holds tile t's last
                                  // k-block in registers: tile t's buffer is free for the next copy
+                // BEGIN SOLUTION c4-fence: make both halves of the comment above true before the rotation
                 cp_async_wait<STAGES - 2>();
                 __syncthreads();
+                // END SOLUTION c4-fence
                 write = read;
                 read = (read + 1 == STAGES) ? 0 : read + 1;
             }

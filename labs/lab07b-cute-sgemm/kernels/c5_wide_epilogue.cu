@@ -9,8 +9,10 @@
 //
 // What c5 adds over c4: which outputs a thread owns. In c1..c4 the MMA's 16 x 16 threads own C
 // elements 16 apart in n (thread n-index t, values t, t+16, ..., t+112), so each of its 64 results is
-// its own 32-bit store. c5 passes make_tiled_mma a permutation of the N mode,
+// its own 32-bit store. c5 passes make_tiled_mma a permutation of the N mode, PermN, a layout
+// BEGIN SOLUTION c5-perm-formula: PermN as a CuTe shape : stride
 //     PermN = (THR_N, 4, BN / (4 THR_N)) : (4, 1, 4 THR_N)      (16,4,2):(4,1,64) by default
+// END SOLUTION c5-perm-formula
 // read as "the MMA's n-index x lands on column PermN(x)": thread t's 8 values move from columns
 // t + 16 j to 4 t + {0,1,2,3} and 64 + 4 t + {0,1,2,3}, two groups of four adjacent columns. C is row-major
 // (n contiguous), so a row of a thread's outputs is two aligned float4: the epilogue moves them with
@@ -19,7 +21,7 @@
 // The same permutation makes the B operand reads 128-bit: sB (BN, BK) is n-contiguous, and a thread's
 // 8 n values at one k are now two float4, 2 LDS.128 per k instead of 8 LDS. The A reads were already
 // LDS.128 along k: the compiler merges a thread's 4 consecutive k of one row of the k-major sA tile into
-// one load (its rows are 16 bytes aligned; Swizzle<1,2,3> moves whole 16-byte chunks).
+// one load (its rows are 16 bytes aligned; c4's swizzle moves whole 16-byte chunks).
 //
 // Tiles: the worklog's 128 x 128 x 32 block tile, 3 stages, 16 x 16 threads of 8 x 8 outputs each.
 // `make tune` searches the CTA tile, the thread layout, BK, STAGES and four knobs past the worklog, all
@@ -95,7 +97,7 @@ static_assert(BM > 0 && BN > 0 && BK > 0 && THR_M > 0 && THR_N > 0, "c5: every t
 static_assert(THREADS % 32 == 0 && THREADS <= 1024, "c5: THR_M * THR_N must be whole warps, at most 1024 threads");
 static_assert(BM % THR_M == 0 && BN % THR_N == 0, "c5: the MMA threads must tile the block tile (BM % THR_M == 0, BN % THR_N == 0)");
 static_assert((BM / THR_M) * (BN / THR_N) <= 128, "c5: at most 128 accumulators per thread (more do not fit 255 registers)");
-static_assert(BK >= 8 && (BK & (BK - 1)) == 0, "c5: BK must be a power of two, at least 8 (the swizzle XORs bit log2(BK) into bit 2)");
+static_assert(BK >= 8 && (BK & (BK - 1)) == 0, "c5: BK must be a power of two, at least 8 (the swizzle works on the bits of the offset)");
 static_assert(THREADS % (BK / 4) == 0 && BM % (THREADS / (BK / 4)) == 0, "c5: the A tile's 16-byte chunks must split evenly over THREADS");
 static_assert(THREADS % (BN / 4) == 0 && BK % (THREADS / (BN / 4)) == 0, "c5: the B tile's 16-byte chunks must split evenly over THREADS");
 static_assert(THREADS % BK == 0 && BM % (THREADS / BK) == 0, "c5: the scalar A copy needs THREADS % BK == 0 and BM % (THREADS / BK) == 0");
@@ -121,15 +123,17 @@ using Stages = Int<STAGES>;
 
 // Shared memory, one layout per operand, the stage as a third mode (the layouts' cosize is the
 // allocation: SMEM_BYTES is checked against it below).
-//   sA (BM, BK, STAGES) : (BK, 1, BM BK)  k contiguous, as A lies in global memory, under Swizzle<1,2,3>
-//                                          (c4's header explains it; for BK = 32 the shift is 3)
+//   sA (BM, BK, STAGES) : (BK, 1, BM BK)  k contiguous, as A lies in global memory, under c4's SwizzleA
+//                                          (c4's header explains it)
 //   sB (BN, BK, STAGES) : (1, BN, BN BK)  n contiguous, as B lies in global memory
 //   A_MMAJOR = 1, a tuning knob past the worklog: sA (BM, BK, STAGES) : (1, BM, BM BK), m contiguous, under
 //   Swizzle<3, 2, log2(BM) - 2>: k's low 3 bits (offset bits log2(BM)..) XOR the 16-byte chunk index
 //   (bits 2-4), lab 7's v8 layout. A 16-byte copy cannot transpose, so A then travels by 4-byte cp.async
 //   (a warp: 32 consecutive k of one row), and the MMA permutes M as it permutes N: a thread's A values
 //   at one k are two float4 along m, its register pressure that of v8 (8 + 16 operands per k).
+// BEGIN SOLUTION c5-swizzle: c4's SwizzleA (c5 grades the permutation; the swizzle is c4's exercise)
 using SwizzleA = Swizzle<1, 2, log2i(BK) - 2>;
+// END SOLUTION c5-swizzle
 using SmemLayoutAK = decltype(composition(SwizzleA{},
     make_layout(make_shape(TileM{}, TileK{}, Stages{}), make_stride(TileK{}, _1{}, Int<BM * BK>{}))));
 using SmemLayoutAM = decltype(composition(Swizzle<3, 2, log2i(BM) - 2>{},
@@ -193,8 +197,10 @@ struct Copies<false> {
 // The tiled MMA: UniversalFMA (one FFMA by one thread) tiled over THR_M x THR_N threads, n the fast
 // index (thread t: m-index t / THR_N, n-index t % THR_N); N permuted by PermN (the header says why).
 // Partitioning the 128 x 128 tile repeats the 16 x 16 thread tile 8 x 8 times: 64 accumulators per thread.
+// BEGIN SOLUTION c5-perm: PermN (and PermM, the same for M, used only when A_MMAJOR = 1), CuTe Layouts
 using PermN = Layout<Shape<Int<THR_N>, _4, Int<BN / (4 * THR_N)>>, Stride<_4, _1, Int<4 * THR_N>>>;
 using PermM = Layout<Shape<Int<THR_M>, _4, Int<BM / (4 * THR_M)>>, Stride<_4, _1, Int<4 * THR_M>>>;   // A_MMAJOR = 1
+// END SOLUTION c5-perm
 using TiledMma = decltype(make_tiled_mma(UniversalFMA<float, float, float>{},
     Layout<Shape<Int<THR_M>, Int<THR_N>, _1>, Stride<Int<THR_N>, _1, _0>>{},
     Tile<cute::conditional_t<A_MMAJOR == 1, PermM, TileM>, PermN, TileK>{}));
@@ -283,8 +289,10 @@ __device__ __forceinline__ void tile_range(int M, int N, int K, const float* A, 
         if (kt0 + s < kt1) load_tile(kt0 + s, s);
         cp_async_fence();
     }
+    // BEGIN SOLUTION c5-fence-prologue: c4's prologue fence
     cp_async_wait<STAGES - 2>();
     __syncthreads();
+    // END SOLUTION c5-fence-prologue
     int read = 0, write = STAGES - 1;
     copy(tCsA(_, _, 0, read), tCrA(_, _, 0));             // k-block 0 of tile 0 into register set 0
     copy(tCsB(_, _, 0, read), tCrB(_, _, 0));
@@ -299,8 +307,10 @@ __device__ __forceinline__ void tile_range(int M, int N, int K, const float* A, 
         for (int k = 0; k < BK; ++k) {
             if (k == BK - 1) {   // tile t+1 has landed for everyone, and everyone holds tile t's last
                                  // k-block in registers: tile t's buffer is free for the next copy
+                // BEGIN SOLUTION c5-fence: c4's fence of the rotation
                 cp_async_wait<STAGES - 2>();
                 __syncthreads();
+                // END SOLUTION c5-fence
                 write = read;
                 read = (read + 1 == STAGES) ? 0 : read + 1;
             }
