@@ -335,8 +335,6 @@ def grade_many(g, jobs, env, progress=True):
 # One code part
 # ---------------------------------------------------------------------------------------------
 
-def case_reason(case):
-    """One line for a wrong result, from the worker's verdict dict."""
 def _ranges(idx):
     """[3, 4, 5, 9] -> '3-5, 9'."""
     out, start, prev = [], None, None
@@ -394,6 +392,8 @@ def mismatch_pattern(bad, tile=None):
     return {**out, "summary": ", ".join(parts)}
 
 
+def case_reason(case):
+    """One line for a wrong result, from the worker's verdict dict."""
     where = f"for shape {case['label'].split()[-1]} ({case['label'].split()[0]})"
     if case.get("when"):
         where += f", {case['when']}"
@@ -409,9 +409,9 @@ def mismatch_pattern(bad, tile=None):
         i, j = case["first_unwritten"]
         return f"never wrote ({i}, {j}) {where}: {case['unwritten']} element(s) still hold the NaN poison"
     i, j = case["worst_index"]
-    return (f"wrong element at ({i}, {j}) {where}: got {case['got']:.6g}, want {case['want']:.6g} "
-            f"(tol {case['tol']:.1e}); {case['bad']} bad element(s)")
     pattern = (case.get("pattern") or {}).get("summary")
+    return (f"wrong element at ({i}, {j}) {where}: got {case['got']:.6g}, want {case['want']:.6g} "
+            f"(tol {case['tol']:.1e}); {case['bad']} bad element(s)" + (f" in {pattern}" if pattern else ""))
 
 
 def _correct(res):
@@ -466,10 +466,6 @@ def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env):
         elif c.kind == "race-free":
             status, reason = race or (FAIL, "racecheck did not run")
             raw[c.name] = (status, reason, {})
-        elif c.kind == "probe":           # hostprobe.py: the lab's host program around the student's file
-            from . import hostprobe
-            ok, reason = hostprobe.run(g, part, c, compiled)
-            raw[c.name] = (PASS if ok else FAIL, reason, {})
         elif facts is None:
             raw[c.name] = (SKIPPED, f"SASS not read: {sass_error}", {})
         else:
@@ -492,22 +488,24 @@ def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env):
 # ---------------------------------------------------------------------------------------------
 
 def _questions(g, part, answers, error):
-    given = (answers or {}).get("questions", {})
-    out, table = [], []
-    for q, c in zip(g.questions, part.checks):
     """One check per question: the answer, and the reason where the question asks for one. The
     table in the report holds what the student wrote and the verdict, never the expected value
     (the report is written into the student's lab folder)."""
+    given = (answers or {}).get("questions", {})
+    out, table = [], []
+    for q, c in zip(g.questions, part.checks):
         if error:
             status, reason = FAIL, error
         else:
             ok, reason = q.grade(given.get(q.id))
-            status = PASS if ok else FAIL
-        out.append(CheckResult(part.name, q.id, q.text, c.points, status, reason))
-        table.append({"id": q.id, "answer": given.get(q.id), "expected": q.answer(), "tolerance": q.tolerance_text(),
             if ok:
                 ok, reason = q.grade_reason(given.get(q.why_key))
-                      "model": q.model, "ok": status == PASS})
+            status = PASS if ok else FAIL
+        out.append(CheckResult(part.name, q.id, q.text, c.points, status, reason))
+        row = {"id": q.id, "answer": given.get(q.id), "tolerance": q.tolerance_text(), "ok": status == PASS}
+        if q.why:
+            row["why"] = given.get(q.why_key)
+        table.append(row)
     return PartResult(part.name, part.title, out, note=""), table
 
 
@@ -528,13 +526,13 @@ def _predictions(g, part, answers, error, env, measured):
         m = values.get(p.id)
         if error:
             status, reason = FAIL, error
+        elif p.computed:
+            ok, reason = grade_prediction(p, given.get(p.id), None)
+            status = PASS if ok else FAIL
         elif source is None:
             status, reason = NEEDS_GPU, "needs a GPU (and no recorded run in results/ to compare with)"
         else:
             ok, reason = grade_prediction(p, given.get(p.id), m, g.PREDICTION_FACTOR)
-            status = PASS if ok else FAIL
-        elif p.computed:
-            ok, reason = grade_prediction(p, given.get(p.id), None)
             status = PASS if ok else FAIL
         out.append(CheckResult(part.name, p.id, p.text, c.points, status, reason))
         # The measurement is shown once the prediction scored, never before (it would be the answer);
@@ -542,13 +540,13 @@ def _predictions(g, part, answers, error, env, measured):
         shown = m if (status == PASS and not p.computed) else None
         rows.append({"id": p.id, "predicted": given.get(p.id), "measured": shown, "unit": p.unit,
                      "status": {PASS: "ok", FAIL: "off", NEEDS_GPU: "-"}.get(status, status)})
+    if source is None and g.predictions and all(p.computed for p in g.predictions):
+        source = "the course's models (computed, no GPU needed)"
     note = f"measured: {source}" if source else ""
     return PartResult(part.name, part.title, out, note=note), {"source": source or "nothing", "measured_on": measured_on,
                                                               "rows": rows}
 
 
-    if source is None and g.predictions and all(p.computed for p in g.predictions):
-        source = "the course's models (computed, no GPU needed)"
 def finite(value):
     """The value with NaN and infinities as strings, so the JSON is strict (teachers' tools choke on NaN)."""
     if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
