@@ -54,3 +54,18 @@ def test_the_check_finds_hashes_and_outside_paths(text):
                                   "1234567 bytes", "Swizzle<1,2,3>", "m64n256k16", "a 2026-12-03 record"])
 def test_the_check_lets_ordinary_words_and_numbers_through(text):
     assert not problems(text)
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+READMES = [p for p in PATHS if p.suffix == ".md"]
+
+
+@pytest.mark.parametrize("path", READMES, ids=[str(p.relative_to(ROOT)) for p in READMES])
+def test_readme_links_lead_to_files_of_the_course(path):
+    missing = [t for t in LINK.findall(path.read_text()) if "://" not in t and not (path.parent / t).exists()]
+    assert not missing, f"{path.relative_to(ROOT)} links to what the course does not have: {missing}"
+
+
+def test_the_link_check_reads_markdown_links():
+    assert LINK.findall("see [the sheet](labs/x/README.md) and [a part](grading/README.md#parts), "
+                        "[web](https://example.org)") == ["labs/x/README.md", "grading/README.md", "https://example.org"]
