@@ -1,4 +1,4 @@
-"""Tuning search space of lab 7's v8 (kernels/v8_pipelined.cu).
+"""Tuning search space of lab 7's v8 (kernels/v8_pipelined.cu, its body and rules in v8_pipelined.cuh).
 
     candidates()        parameter dicts {BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES, GROUP} (and MAXREG
                         on a few), the file's defaults first, each one that v8 accepts: about 60
@@ -7,7 +7,7 @@
     name(p)             a short stable name: v8_128x256x8_w64x64i4_t8x4_s3_g8 (+ _MAXREG224 for MAXREG=224)
     DEFAULTS            the parameters a build without -D flags gets, read from the .cu file
 
-The rules live once, in v8_pipelined.cu: this file chooses what to try, the kernel says what is legal.
+The rules live once, in v8_pipelined.cuh: this file chooses what to try, the kernel says what is legal.
 The space is small on purpose (GPU time is scarce): four block shapes that keep a lane's 8 x 16
 accumulator tile of v7 (128 FP32 accumulators, 6 LDS.128 per 128 FFMA), three with a smaller thread
 tile for more warps per SM, each with the BK / STAGES pairs whose shared memory still lets the intended
@@ -21,7 +21,7 @@ from common.tiling import Tiling
 V8 = Path(__file__).resolve().parent / "kernels" / "v8_pipelined.cu"
 PARAMS = ("BM", "BN", "BK", "WM", "WN", "WNITER", "TM", "TN", "STAGES", "GROUP")
 DEFAULTS = Tiling.of(V8).params
-reason_illegal = Legality(V8)
+reason_illegal = Legality(V8.with_suffix(".cuh"))
 
 
 def _shape(BM, BN, WM, WN, WNITER, TM, TN):

@@ -35,9 +35,14 @@ def test_an_illegal_candidate_is_refused_with_the_kernels_sentence(ladder, param
     spec = TUNING[ladder]
     why = spec.illegal(params)
     assert why and words in why
-    source = (LAB.kernels_dir / Path(LAB.kernel(spec.kernel).source).name).read_text()
+    source = spec.illegal.path.read_text()
     sentences = ["".join(re.findall(r'"([^"]*)"', m)) for m in re.findall(r'static_assert\((?:[^"]|"[^"]*")*?\);', source, re.S)]
     assert why in sentences, f"{why!r} is not one of {spec.kernel}'s static_assert sentences"
+
+
+def test_a_switch_taken_out_of_the_kernel_is_refused_by_name():
+    why = TUNING["fp32"].illegal(dict(SWIZZLE=0))
+    assert why.startswith("v8_pipelined.cuh has no parameter SWIZZLE")
 
 
 def test_no_python_restates_a_rule():

@@ -2,7 +2,7 @@
 //
 // C (M x N) = A (M x K) . B (K x N), row-major FP32, FFMA on CUDA cores, any M, N, K >= 1.
 // splitk_fp32.cu teaches the split on v6's simple tile; this file puts the same split on v8
-// (lab 7, v8_pipelined.cu: cp.async pipeline, register double buffering, swizzled A, rasterized
+// (lab 7's v8_pipelined.cuh: cp.async pipeline, register double buffering, swizzled A, rasterized
 // blocks), for the shapes where the split matters AND the FFMAs do: at 64 x 4096 x 4096 the
 // weights are 64 MB (16 us of copy) but the 2.1 GFLOP are 40-some us of FFMA, so the kernel that
 // runs it must be the fast one. Nothing of v8 is rewritten: its body takes a range of K (its
@@ -28,8 +28,7 @@
 // SASS to look for: v8's (per BK = 8 tile of the default block, 1024 FFMA, 48 LDS.128, LDGSTS.E for
 // A and LDGSTS.E.BYPASS.128 for B, DEPBAR, one BAR.SYNC; no LDL/STL), plus one IMAD for the range.
 
-#define V8_BODY_ONLY        // v8's body and parameters, without its own entry points
-#include "../../lab07-matmul-registers/kernels/v8_pipelined.cu"
+#include "../../lab07-matmul-registers/kernels/v8_pipelined.cuh"   // v8's parameters, rules and body
 #include "splitk_reduce.cuh"   // the ordered reduce
 
 template <bool VEC>

@@ -108,8 +108,8 @@ def test_splitk_fp16_copies_with_cp_async_and_multiplies_on_tensor_cores(sass):
 
 def test_splitk_v8_is_v8s_pipelined_tile(sass):
     """The split runs v8's body unchanged: A and B by cp.async (4-byte A copies, 16-byte B copies in
-    the vec entry), DEPBAR waits, one barrier per tile, LDS.128 operands, and no STS in the default
-    build (ACOPY = 0: A never passes through registers)."""
+    the vec entry), DEPBAR waits, one barrier per tile, LDS.128 operands, and no STS (A never passes
+    through registers)."""
     for entry in LAB.kernel("splitk_v8").entries.values():
         c = sass[entry]
         assert c["FFMA"] >= 1024, f"{entry}: one unrolled BK = 8 tile of 128 x 256 is 1024 FFMA, got {c['FFMA']}"
