@@ -32,12 +32,13 @@ LAB_VARS = $(if $(WORKSPACE),WORKSPACE=$(call WORKSPACE_OF,$$d)) \
 # a lab's workspace, for the shell variable named in $(1): WORKSPACE (a folder per lab when several), or its own
 WORKSPACE_OF = $(if $(WORKSPACE),$(abspath $(WORKSPACE))$(if $(MANY),/$$(basename $(1))),$(CURDIR)/$(1)/workspace)
 
-.PHONY: all test $(LAB_TARGETS) clean distclean help labs
+.PHONY: all test $(LAB_TARGETS) diff clean distclean help labs
 
 all: build
 
 help:
 	@echo "make test | bench | build | sass | tune | bounds KERNEL=name | compare KERNEL=name BUILDS=.. | ncu-table | ncu-tensor | ncu KERNEL=name | sanitize"
+	@echo "make diff KERNEL=k6 (SIDE=1, CONTEXT=n): what a rung changes, against the rung before it"
 	@echo "make workspace | grade (WORKSPACE=path, PARTS=.., NOGPU=1) | grade-selftest: the graded exercises"
 	@echo "make grade-class SUBMISSIONS=dir (JOBS=, SLURM=1|print, MERGE=1) | grade-class-demo DEST=dir: a class"
 	@echo "make notebooks (NOTEBOOKS_OUT=dir) | strip-notebooks | labs"
@@ -79,6 +80,11 @@ workspace: $(SETUP)
 	  if [ -z "$(FORCE)" ] && [ -n "$$(ls -A "$$ws" 2>/dev/null)" ]; then \
 	    echo "== $$d: $$ws exists: kept as it is (FORCE=1 replaces it, keeping the old one as $$ws.old)"; continue; fi; \
 	  echo "== $$d: make workspace"; $(MAKE) --no-print-directory -C $$d workspace WORKSPACE=$$ws || exit 1; done
+
+# a rung against the one before it: the lab whose table has KERNEL (or LAB=), no loop over the labs
+diff: $(SETUP)
+	@$(PYTHON) -m common diff $(if $(LAB),--lab $(firstword $(LABS))) $(if $(KERNEL),--kernel $(KERNEL)) \
+	  $(if $(SIDE),--side-by-side) $(if $(CONTEXT),--context $(CONTEXT)) $(if $(COLOR),--color $(COLOR))
 
 clean:
 	@for d in $(LABS); do $(MAKE) --no-print-directory -C $$d clean; done

@@ -7,6 +7,7 @@
     tune       other parameters of each ladder's tuning kernel                  (--size, --budget)
     selfcheck  every kernel and variant on a few awkward shapes
     bounds     a kernel beside builds that leave parts of its work out (common/bounds.py) (--kernel, --size, --bk)
+    diff       what a rung changes: its file against the previous rung's (common/rungs.py)  (--kernel, --side-by-side)
     ncu-table, ncu-tensor, ncu, sanitize   the profilers (common/profiling.py)  (--kernels, --kernel)
     profile    the program ncu and compute-sanitizer run                        (--kernel | --sanitize-run)
     workspace, grade, grade-selftest       the graded exercises (common/grading)
@@ -109,6 +110,14 @@ def parser():
     t = target("grade-class-demo", "a demo class: the reference, the untouched workspace, each known-wrong kernel")
     t.add_argument("--dest", default=None)
     t.add_argument("--force", action="store_true")
+    t = target("diff", "a rung against the rung before it in its ladder", lab=False)
+    t.add_argument("--lab", default=None, help="the lab's folder (default: the lab whose table has the kernel)")
+    t.add_argument("--kernel", default=None, help="a rung of one of the lab's ladders, e.g. k6")
+    t.add_argument("--side-by-side", action="store_true", help="two aligned columns instead of a unified diff")
+    t.add_argument("--context", type=int, default=None, help="unchanged lines shown around a change (default 3)")
+    t.add_argument("--width", type=int, default=None, help="side by side: the columns' total width (default: the terminal's)")
+    t.add_argument("--color", default="auto", choices=("auto", "always", "never"),
+                   help="auto: on a terminal only (not when piped, nor with NO_COLOR set)")
     target("labs", "list the labs", lab=False)
     return p
 
@@ -122,6 +131,11 @@ def main(argv=None):
                 print(f"{d.name:32s} {load(d).title}")
             return 0
         from .lab import load
+        if args.target == "diff":
+            from .lab import all_lab_dirs
+            from .rungs import diff
+            diff(load(args.lab) if args.lab else None, args, labs=None if args.lab else [load(d) for d in all_lab_dirs()])
+            return 0
         lab = load(args.lab)
         if args.target in GRADING:
             from . import grading

@@ -8,6 +8,8 @@
 #   make sass        opcode counts per kernel (FFMA, LDS, LDS.128, HMMA, LDSM, LDGSTS, ...)
 #   make tune        other tile parameters of the tuning kernels; the best is recorded for bench (LADDER=fp32)
 #   make bounds      KERNEL=t4: the kernel beside builds without its copies, math or barrier (SIZE= BK=)
+#   make diff        KERNEL=k6: what the rung changes, against the rung before it in its ladder (SIDE=1:
+#                    two aligned columns; CONTEXT=3 lines around each change; colored on a terminal)
 #   make compare     KERNEL=c6 BUILDS='GROUP=16;GROUP=4,STAGES=4': a kernel beside other builds of itself,
 #                    ROUNDS rounds per size (SIZES=4096,8192), each against cuBLAS in the same run
 #   make ncu-table   ncu on the FFMA kernels and cuBLAS SGEMM: shared loads per FFMA, wavefronts, stalls
@@ -45,7 +47,7 @@ CLASS_FLAGS := $(if $(SUBMISSIONS),--submissions $(abspath $(SUBMISSIONS))) $(if
                $(if $(MAXTASKS),--max-tasks $(MAXTASKS)) $(if $(EXTRA_SBATCH),--extra-sbatch "$(EXTRA_SBATCH)") \
                $(if $(WAIT),--wait)
 
-.PHONY: build test bench sass tune bounds compare selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest grade-class grade-class-demo clean help
+.PHONY: build test bench sass tune bounds compare diff selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest grade-class grade-class-demo clean help
 
 build:
 	@$(COURSE) build --lab $(LAB_DIR) $(ARCH_FLAG)
@@ -75,6 +77,10 @@ compare:
 	@$(COURSE) compare --lab $(LAB_DIR) $(if $(KERNEL),--kernel $(KERNEL)) $(if $(BUILDS),--builds '$(BUILDS)') \
 	  $(if $(SIZES),--sizes $(SIZES)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
+diff:
+	@$(COURSE) diff --lab $(LAB_DIR) $(if $(KERNEL),--kernel $(KERNEL)) $(if $(SIDE),--side-by-side) \
+	  $(if $(CONTEXT),--context $(CONTEXT)) $(if $(COLOR),--color $(COLOR))
+
 selfcheck:
 	@$(COURSE) selfcheck --lab $(LAB_DIR)
 
@@ -103,4 +109,4 @@ clean:
 	rm -rf build reports
 
 help:
-	@sed -n '2,26p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'
+	@sed -n '2,27p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'
