@@ -27,7 +27,8 @@ How each idea is graded:
            then passes a barrier (BAR.SYNC) before its next shared load. On the GPU: race-free
            (racecheck) and correct (a fence in the wrong place reads the wrong tile).
   permute  "layout" (probe, no GPU): probes/c5_mma_partition.cu prints CuTe's partition of C and of
-           sB by the student's TiledMma; probes.py checks every element of C is computed once, each
+           sB by the student's TiledMma (a map that is not one-to-one does not even compile: CuTe's
+           make_tiled_mma asserts "Non-injective Layout"); probes.py checks every element of C is computed once, each
            thread's values of a row are aligned groups of 4 adjacent columns (float4), and warp 0's
            reads of sB are conflict-free. "float4-global" (SASS): the vec entry loads C by LDG.E.128.
 The gates: correct requires banks (c4) or layout (c5), race-free requires fence (c4) or layout (c5),
@@ -158,8 +159,8 @@ WRONG = [
           "PermN's strides (1, THR_N, 4 THR_N): the identity, columns 16 apart as in c4",
           lose_here=("layout", "float4-global"), lose_on_gpu=("correct",), reason="groups of 4", max_diff_lines=1),
     Wrong("c5_perm_not_one_to_one.patch", "c5",
-          "PermN's last stride THR_N instead of 4 THR_N: half the columns twice, the rest never",
-          lose_here=("layout",), lose_on_gpu=("correct",), reason="computed by no thread", max_diff_lines=1),
+          "PermN's last stride THR_N instead of 4 THR_N: columns 16..63 twice, 80..127 never (CuTe refuses it)",
+          lose_here=("layout", "float4-global"), lose_on_gpu=("correct",), reason="Non-injective", max_diff_lines=1),
     Wrong("c5_perm_eight_adjacent.patch", "c5",
           "each thread 8 adjacent columns, (THR_N, 4, 2) : (8, 1, 4): float4 stores, 2-way conflicts on sB",
           lose_here=("layout",), lose_on_gpu=(), reason="bank conflicts", max_diff_lines=1),
