@@ -3,7 +3,8 @@ table goes and which record it comes from, and this module writes it there or ch
 
     blocks(text)                    -> [Block]: the generated blocks of a README, each with its spec
     parse_spec(line)                -> {"kind": "ladder"|"sweep", "record": glob, ...}: one marker's spec
-    render(lab, spec)               -> markdown: the table the spec asks for, from the newest record
+    committed(directory, pattern)   -> the records git tracks (a student's own bench never counts)
+    render(lab, spec)               -> markdown: the table the spec asks for, from the newest committed record
     ladder_markdown(record, ladder, rows, sizes)   the ladder table of one record (no lab needed)
     sweep_markdown(record, ladder, rows, shapes)   % of cuBLAS per kernel at some shapes of a sweep
     furthest(lab, spec)             -> one line: the furthest rung of a block's record (no yardstick,
@@ -22,8 +23,8 @@ A block in a README (the lines between the markers are generated; edit the marke
 Spec words: `labs` (the top-level README only: each lab, its title, and for each block of its README
 the furthest rung, so that what the table claims is what the records hold), `ladder` (a bench record: each rung, the idea it adds and its file from the lab's table,
 its % of cuBLAS at each size), or `sweep` (a shape-sweep record: % of cuBLAS per kernel at the shapes
-of one `set`, optionally only those with `n=N`); `record=` a glob in the lab's results/ (the newest by
-its recorded date is read, as the notebooks do); `ladder=`, `sizes=1024,4096`, `set=`, `n=`.
+of one `set`, optionally only those with `n=N`); `record=` a glob in the lab's results/ (the newest
+committed one by its recorded date is read); `ladder=`, `sizes=1024,4096`, `set=`, `n=`.
 
     python -m common.readme_tables [--lab labs/<lab>] [--check]     (no --lab: every lab and the top README)
 """
@@ -150,8 +151,29 @@ def sweep_markdown(record, ladder, rows, shapes):
 
 # --- from the lab's table and records --------------------------------------------------------------
 
+def committed(directory, pattern):
+    """The files of `directory` matching `pattern` that git tracks: a record a student's own `make bench`
+    wrote beside the course's never stands in for the course's. Every match where the folder is no git
+    checkout (an unpacked copy)."""
+    import subprocess
+    files = sorted(Path(directory).glob(pattern))
+    try:
+        out = subprocess.run(["git", "-C", str(directory), "ls-files", "-z", "--", pattern],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return files
+    if out.returncode != 0:
+        return files
+    tracked = {Path(directory, name).resolve() for name in out.stdout.split("\0") if name}
+    return [f for f in files if f.resolve() in tracked]
+
+
 def _newest(lab, pattern):
-    record, path = records.newest(lab.results_dir, pattern)
+    """The newest committed record by its recorded date (records.newest's order, on committed files)."""
+    import json
+    found = [(json.loads(f.read_text()), f) for f in committed(lab.results_dir, pattern)]
+    found.sort(key=lambda rp: (rp[0].get("run", {}).get("date", ""), rp[1].stat().st_mtime))
+    record = found[-1][0] if found else None
     if record is None:
         raise CourseError(f"{lab.name}: no record matches results/{pattern}",
                           "run the target that writes it on a GPU (make bench), or fix the README's marker")

@@ -172,3 +172,16 @@ def test_top_level_readme_lab_table_equals_what_the_records_hold():
     assert rt.blocks((ROOT / "README.md").read_text()), "README.md has no generated '<!-- generated: labs -->' block"
     stale = rt.stale(None)
     assert not stale, "README.md: the labs table differs from the records: run `python -m common.readme_tables`"
+
+
+def test_a_students_own_bench_record_never_replaces_the_committed_one(tmp_path):
+    """make bench on the student's GPU writes a newer record beside the course's: the README's tables,
+    and their test, read only what git tracks, so `make test` after `make bench` still passes."""
+    import subprocess
+    lab = _fake_lab(tmp_path, [_record("2026-12-01T00:00:00+00:00", 50.0)])
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "results"], check=True)
+    (lab.results_dir / "fake-bench_my-gpu_9.json").write_text(json.dumps(_record("2026-12-24T00:00:00+00:00", 99.0)))
+    assert [p.name for p in rt.committed(lab.results_dir, "fake-bench_*.json")] == ["fake-bench_test-gpu_0.json"]
+    text = rt.render(lab, "ladder record=fake-bench_*.json sizes=4096")
+    assert "| 50.0 % |" in text and "99.0 %" not in text and "2026-12-01" in text
