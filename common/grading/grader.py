@@ -355,6 +355,8 @@ def _lines(mask, n, what, tile):
     idx = [i for i in range(n) if mask[i]]
     if len(idx) == n:
         return f"every {what}"
+    if len(idx) == 1:
+        return f"{what} {idx[0]}"
     if len(idx) <= 6:
         return f"{what}s {_ranges(idx)}"
     for period in (2, 4, 8, 16, 32, 64, 128, 256):

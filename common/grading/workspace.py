@@ -103,7 +103,8 @@ def _header(g, src, solution, commit=None):
 # ---------------------------------------------------------------------------------------------
 
 _TRIVIAL = re.compile(r"^(#pragma.*|[{}();,]*|else|else\{|return;|break;|continue;|\}else\{?|"
-                      r"for\(.*\)\{?|if\(.*\)\{?|\}\s*//.*)$")
+                      r"for\(.*\)\{?|if\(.*\)\{?|\}\s*//.*|__syncthreads\(\);|"
+                      r"(const)?(float|int|unsigned|uint32_t|float2|float4)[\w\[\],]*;)$")   # a barrier, a bare declaration
 
 
 def _norm(line):

@@ -192,11 +192,13 @@ __device__ __forceinline__ void sgemm_v6_body(int M, int N, int K, const float* 
                 regN[j] = v.x; regN[j + 1] = v.y; regN[j + 2] = v.z; regN[j + 3] = v.w;
             }
             // END SOLUTION v6-float4-operands
+            // BEGIN SOLUTION v6-outer-product: your v5 outer product: acc += regM x regN
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
                 for (int j = 0; j < TN; ++j)
                     acc[i][j] += regM[i] * regN[j];
+            // END SOLUTION v6-outer-product
         }
         __syncthreads();                             // before the next phase overwrites As, Bs
     }

@@ -264,11 +264,13 @@ __device__ __forceinline__ void sgemm_v7_body(int M, int N, int K, const float* 
                     regN[w * TN + j + 2] = v.z; regN[w * TN + j + 3] = v.w;
                 }
             // END SOLUTION v7-strip-operands
+            // BEGIN SOLUTION v7-outer-product: your v5 outer product, over all WNITER strips
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
                 for (int j = 0; j < WNITER * TN; ++j)
                     acc[i][j] += regM[i] * regN[j];
+            // END SOLUTION v7-outer-product
         }
     };
 

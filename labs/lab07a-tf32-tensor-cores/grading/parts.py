@@ -144,6 +144,8 @@ REGIONS = [
 WRONG = [
     Wrong("k2_unswizzled_b_tile.patch", "k2", "the B tile without its XOR swizzle: right, but 4-way bank conflicts",
           lose_here=(), lose_on_gpu=("fast",), reason="reference's speed", max_diff_lines=1),
+    Wrong("k2_swizzle_splits_float4.patch", "k2", "the XOR permutes floats, not float4 groups: STS.128 misaligned",
+          lose_here=(), lose_on_gpu=("correct", "fast"), reason="crashed", max_diff_lines=1),
     Wrong("k4_ldmatrix_wrong_lane_rows.patch", "k4", "ldmatrix matrices in reading order: a1 and a2 swapped",
           lose_here=(), lose_on_gpu=("correct", "fast"), reason="wrong element", max_diff_lines=2),
     Wrong("k4_fp16_operands.patch", "k4", "every operand rounded through FP16 before the TF32 mma",

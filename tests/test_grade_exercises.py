@@ -1,0 +1,304 @@
+"""The graded exercises of labs 7 and 7a are passed by understanding, not by copying (issue 40):
+no answer in the workspace, hints that say what to look at, a wrong result told by its symptom,
+reasons graded beside the answers, predictions derived and never shown. No GPU, no nvcc: the
+grader's pure-Python parts on the labs' own data and on synthetic input."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from common.errors import CourseError
+from common.grading import answers as answers_mod
+from common.grading import grader, static
+from common.grading import questions as Qm
+from common.grading import workspace as W
+from common.grading.spec import Grading
+from common.lab import load
+
+ROOT = Path(__file__).resolve().parents[1]
+LABS = {"lab07": ROOT / "labs" / "lab07-matmul-registers", "lab07a": ROOT / "labs" / "lab07a-tf32-tensor-cores"}
+
+
+@pytest.fixture(scope="module", params=sorted(LABS))
+def g(request):
+    return Grading(load(LABS[request.param]))
+
+
+# ---------------------------------------------------------------------------------------------
+# The workspace holds the previous rung and the spec, never an answer
+# ---------------------------------------------------------------------------------------------
+
+def test_no_file_of_the_workspace_holds_the_text_of_a_graded_region(g, tmp_path):
+    files = W.generate(g, tmp_path / "ws", quiet=True)
+    assert W.leaks(g, files) == []
+    answers = W.answer_lines(g)
+    assert all(answers[r] for r in g.regions), "every region has lines only it holds (else the check is empty)"
+    have = {W._norm(l) for f in files for l in f.read_text().split("\n")}
+    for rid, lines in answers.items():
+        for line in lines:
+            assert line not in have, f"the answer line {line!r} of region {rid} is in the workspace"
+
+
+def test_the_workspace_gives_the_ungraded_rung_before_the_first_graded_one(g, tmp_path):
+    W.generate(g, tmp_path / "ws", quiet=True)
+    given = sorted(p.name for p in (tmp_path / "ws" / "given").iterdir())
+    assert given == sorted(Path(g.lab.kernel(k).path).name for k in g.given) and given
+    assert not set(g.given) & {p.kernel for p in g.code_parts}
+
+
+def test_a_graded_kernel_as_a_given_rung_is_refused(g):
+    g2 = Grading(g.lab)
+    g2.given = [g2.code_parts[0].kernel]
+    with pytest.raises(CourseError, match="graded part's kernel"):
+        g2._validate()
+
+
+def test_the_leak_check_finds_a_reference_kernel_and_generate_refuses_it(g, tmp_path):
+    ref = next(iter(g.kernel_files().values()))
+    found = W.leaks(g, [ref])
+    assert found and {rid for _, rid, _ in found} <= set(g.regions)
+    g2 = Grading(g.lab)
+    g2.given = [g2.code_parts[0].kernel]          # a rung with its answer, copied whole
+    with pytest.raises(CourseError, match="would hold graded answers"):
+        W.generate(g2, tmp_path / "ws", quiet=True)
+    assert not (tmp_path / "ws").exists(), "a refused workspace is not left behind"
+
+
+def test_a_later_rung_marks_the_earlier_rungs_code_it_repeats_as_its_own_region():
+    g7a = Grading(load(LABS["lab07a"]))
+    assert len(g7a.code_parts) >= 4
+    for part in ("k3", "k4", "k6"):
+        assert f"{part}-swizzle" in g7a.part(part).regions, f"{part} repeats k2's swizzle"
+    g7 = Grading(load(LABS["lab07"]))
+    assert {"v7-float4-load", "v7-transposed-store"} <= set(g7.part("v7").regions)
+    assert "t3-fragment-loop" in g7.part("t3").regions
+
+
+def test_the_workspace_files_carry_no_commit_hash(g, tmp_path):
+    for f in W.generate(g, tmp_path / "ws", quiet=True):
+        assert not re.search(r"\bcommit [0-9a-f]{7,}", f.read_text()), f.name
+
+
+# ---------------------------------------------------------------------------------------------
+# Hints teach; every code part has two known-wrong kernels
+# ---------------------------------------------------------------------------------------------
+
+def test_hints_say_what_to_look_at_never_where_to_copy_from(g):
+    for r in g.regions.values():
+        assert not re.search(r"\b(chapter|section \d|worklog)\b", r.hint, re.I), f"{r.id}: {r.hint}"
+    for q in g.questions:
+        assert q.hint, f"{q.id} has no hint"
+        assert q.model not in q.hint and not re.search(r"\w+\.\w+\(", q.hint), f"{q.id}: the hint names a model call"
+    for p in g.predictions:
+        assert p.hint and not re.search(r"\w+\.\w+\(", p.hint), p.id
+
+
+def test_every_code_part_has_two_known_wrong_kernels_with_bugs_of_their_own(g):
+    for part in g.code_parts:
+        wrongs = [w for w in g.wrong if w.part == part.name]
+        assert len(wrongs) >= 2, f"{part.name}: {len(wrongs)} known-wrong kernel(s)"
+        assert len({w.bug for w in wrongs}) == len(wrongs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Questions: a reason beside the answer, graded by what it names
+# ---------------------------------------------------------------------------------------------
+
+def test_each_lab_asks_for_reasons_and_the_models_reason_passes(g):
+    asked = [q for q in g.questions if q.why]
+    assert len(asked) >= 4
+    for q in asked:
+        assert q.grade_reason(q.why_model) == (True, ""), q.id
+
+
+def test_pasting_the_question_or_its_hint_never_passes_the_reason(g):
+    for q in (q for q in g.questions if q.why):
+        assert q.pasted_question_passes() == [], q.id
+        for pasted in (q.text, q.hint, f"{q.text} {q.hint}", f"{q.text} {q.text}"):
+            assert not q.grade_reason(pasted)[0], (q.id, pasted)
+
+
+def test_a_question_whose_text_names_its_key_idea_is_refused(g):
+    q = next(q for q in g.questions if q.why)
+    idea = q.why[0][0]
+    bad = Qm.Question(q.id, f"{q.text} (hint: {idea})", q.expected, q.model, why=q.why, why_model=q.why_model)
+    g2 = Grading(g.lab)
+    g2.questions = [bad]
+    with pytest.raises(CourseError, match="pasting the question would pass"):
+        g2._validate()
+
+
+Q = Qm.Question("q", "How many loads per FMA does this loop issue?", lambda: 0.25, "model.call(x)", rel_tol=0.01,
+                hint="count the loads of one step", why=((16, "sixteen"), (64, "sixty four")),
+                why_model="Per step 16 values are loaded and multiplied in 64 FMAs.")
+
+
+@pytest.mark.parametrize("reason,ok,says", [
+    ("Per step 16 values are loaded and multiplied in 64 FMAs.", True, ""),
+    ("sixteen loads feed sixty-four FMAs each step of the loop", True, ""),
+    ("Per step 16 values are loaded, reused across the loop.", False, "1 of the 2"),
+    ("16 64", False, "word(s)"),
+    ("TODO", False, "no reason given"),
+    (None, False, "no reason given"),
+    ("How many loads per FMA does this loop issue?", False, "0 of the 2"),
+])
+def test_a_reason_must_name_every_key_idea_in_a_sentence(reason, ok, says):
+    got, why = Q.grade_reason(reason)
+    assert got == ok and says in why
+    assert "16" not in why and "64" not in why and "sixteen" not in why, "the key ideas are not told"
+
+
+def test_the_point_needs_the_answer_and_the_reason(tmp_path):
+    g = Grading(load(LABS["lab07"]))
+    q = next(q for q in g.questions if q.why)
+    part = g.part("questions")
+    cases = {"both": {q.id: q.answer(), q.why_key: q.why_model}, "answer only": {q.id: q.answer()},
+             "reason only": {q.id: "TODO", q.why_key: q.why_model}}
+    for name, given in cases.items():
+        pr, table = grader._questions(g, part, {"questions": given}, "")
+        c = next(c for c in pr.checks if c.check == q.id)
+        assert (c.status == grader.PASS) == (name == "both"), (name, c.reason)
+    row = next(r for r in table if r["id"] == q.id)
+    assert "expected" not in row and "model" not in row, "the report (written to the student's folder) holds no key"
+
+
+@pytest.mark.parametrize("text,alt,found", [
+    ("the LDS.128 loads", "LDS.128", True), ("Registers limit it", "register", True), ("a 4-way conflict", 4, True),
+    ("1/8 of it", 0.125, True), ("x4 and k2", 4, False), ("sixty four FMAs", "sixty four", True),
+    ("outstanding groups", "standing", False), ("2^-11", -11, True)])
+def test_mentions_matches_whole_words_and_numbers_as_written(text, alt, found):
+    assert Qm.mentions(text, alt) == found
+
+
+def test_a_wrong_answer_gets_the_hint_and_never_the_value_or_the_model():
+    ok, why = Q.grade(0.3)
+    assert not ok and Q.hint in why and "0.25" not in why and "model.call" not in why
+
+
+# ---------------------------------------------------------------------------------------------
+# Predictions: derived, within 15 %, never printed
+# ---------------------------------------------------------------------------------------------
+
+def test_predictions_are_derived_with_a_tolerance_a_guess_misses(g):
+    assert len(g.predictions) >= 3
+    for p in g.predictions:
+        assert p.computed and p.rel_tol <= 0.15
+        want = p.answer()
+        assert Qm.grade_prediction(p, want, None)[0] and Qm.grade_prediction(p, want * 1.1, None)[0]
+        for off in (0.75, 1.25, 2.0, 0.5):
+            ok, why = Qm.grade_prediction(p, want * off, None)
+            assert not ok and f"{want:g}" not in why and p.hint in why
+
+
+def test_a_measured_prediction_that_misses_is_not_told_the_measurement():
+    p = Qm.Prediction("v4", "v4: % of cuBLAS", "fp32")
+    ok, why = Qm.grade_prediction(p, 10, 31.7)
+    assert not ok and "31.7" not in why and "3.2x" not in why and "2x" in why
+    assert Qm.grade_prediction(p, 20, 31.7)[0]
+
+
+def _values(g):
+    """The distinctive answer values of a lab (those a text could not hold by chance)."""
+    out = set()
+    for v in [q.answer() for q in g.questions] + [p.answer() for p in g.predictions]:
+        if isinstance(v, str):
+            continue
+        for s in {f"{v:g}", f"{v:.3g}", f"{v:.4g}", str(v)}:
+            if len(s.replace(".", "").lstrip("0")) >= 3:
+                out.add(s)
+    return out
+
+
+def test_make_grade_without_a_gpu_prints_no_answer_before_or_after_submitting(g, tmp_path):
+    """The untouched workspace and one with every answer wrong: `make grade`'s output and its JSON
+    report hold none of the expected values (the questions' and the predictions')."""
+    ws = tmp_path / "ws"
+    W.generate(g, ws, quiet=True)
+    wrong = answers_mod.template(g, solution=True)
+    wrong = re.sub(r"(?m)^(\w+) = (-?[\d.e+-]+)$", lambda m: f"{m[1]} = {float(m[2]) * 3 + 1:g}", wrong)
+    wrong = re.sub(r'(?m)^(\w+_why) = ".*"$', r'\1 = "it is so because the loop says so, clearly"', wrong)
+    wrong = re.sub(r'(?m)^(\w+(?<!_why)(?<!^name)) = "[^"]+"$', r'\1 = "nothing"', wrong)
+    for name, text in (("untouched", None), ("all wrong", wrong)):
+        if text:
+            (ws / "answers.toml").write_text(text)
+        out = tmp_path / f"{name}.json"
+        proc = subprocess.run([sys.executable, "-m", "common", "grade", "--lab", str(g.lab.dir), "--workspace", str(ws),
+                               "--no-gpu", "--parts", "questions,predictions", "--json", str(out)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        seen = proc.stdout + out.read_text()
+        leaked = [v for v in _values(g) if re.search(rf"(?<![\d.]){re.escape(v)}(?![\d])", seen)
+                  and not any(v in q.text for q in g.questions) and not any(v in p.text for p in g.predictions)]
+        assert leaked == [], f"{name}: `make grade` shows answer values {leaked}"
+        assert "score: 0 of" in proc.stdout, proc.stdout[-400:]
+
+
+def test_the_reference_answers_score_and_only_there_are_the_values(g, tmp_path):
+    text = answers_mod.template(g, solution=True)
+    data = answers_mod.parse_toml(text)
+    for p in g.predictions:
+        assert Qm.grade_prediction(p, data["predictions"][p.id], None)[0]
+    for q in g.questions:
+        assert q.grade(data["questions"][q.id])[0] and q.grade_reason(data["questions"].get(q.why_key))[0]
+    student = answers_mod.template(g)
+    assert not [v for v in _values(g) if re.search(rf"(?<![\d.]){re.escape(v)}(?![\d])", student)
+                and not any(v in q.text for q in g.questions) and not any(v in p.text for p in g.predictions)]
+
+
+# ---------------------------------------------------------------------------------------------
+# A wrong C is told by its symptom
+# ---------------------------------------------------------------------------------------------
+
+def _mask(shape, fill):
+    m = np.zeros(shape, bool)
+    fill(m)
+    return m
+
+
+@pytest.mark.parametrize("shape,fill,tile,summary", [
+    ((256, 256), lambda m: m.__setitem__((slice(None), slice(0, None, 2)), True), (128, 128),
+     "every row, even columns, 4 of 4 block tiles"),
+    ((257, 129), lambda m: m.__setitem__(np.arange(257) % 8 != 0, True), (128, 128),
+     "rows 1-7 of every 8, every column, 4 of 6 block tiles"),
+    ((130, 260), lambda m: m.__setitem__(slice(128, None), True), (128, 128),
+     "rows 128-129, every column, 3 of 6 block tiles, only edge ones (the last row or column of tiles)"),
+    ((64, 64), lambda m: m.__setitem__((3, 5), True), None, "row 3, column 5"),
+    ((64, 64), lambda m: None, (32, 32), "no wrong element"),
+])
+def test_a_wrong_c_is_described_by_the_rows_columns_and_tiles_it_hits(shape, fill, tile, summary):
+    assert grader.mismatch_pattern(_mask(shape, fill), tile)["summary"] == summary
+
+
+def test_the_reason_of_a_wrong_element_carries_its_pattern_and_no_fix():
+    case = {"ok": False, "label": "k6/vec 256x256x64", "when": "", "worst_index": [0, 1], "got": 2.0, "want": 1.0,
+            "tol": 1e-3, "bad": 32768, "unwritten": 0, "computed_nan": 0, "outside_before": 0, "outside_after": 0}
+    plain = grader.case_reason(case)
+    assert plain.startswith("wrong element at (0, 1) for shape 256x256x64 (k6/vec)")
+    case["pattern"] = grader.mismatch_pattern(_mask((256, 256), lambda m: m.__setitem__((slice(None), slice(0, None, 2)), True)),
+                                              (256, 128))
+    assert grader.case_reason(case) == plain + " in every row, even columns, 2 of 2 block tiles"
+
+
+# ---------------------------------------------------------------------------------------------
+# float2-store, the static check of k6
+# ---------------------------------------------------------------------------------------------
+
+def _compiled(vec_stg64, scalar_stg64):
+    entries = {"vec": "k_vec", "scalar": "k_scalar"}
+    res = {e: {"spill_stores": 0, "spill_loads": 0, "stack": 0, "registers": 100} for e in entries.values()}
+    facts = {"k_vec": {"families": {"STG.64": vec_stg64}, "fp16": {}},
+             "k_scalar": {"families": {"STG.64": scalar_stg64}, "fp16": {}}}
+    return SimpleNamespace(row=SimpleNamespace(entries=entries), resources=res), facts
+
+
+@pytest.mark.parametrize("vec,scalar,ok,says", [(64, 0, True, ""), (0, 0, False, "k_vec: no 64-bit stores"),
+                                                (64, 64, False, "k_scalar: 64 64-bit stores")])
+def test_float2_store_wants_64_bit_stores_in_vec_and_none_in_scalar(vec, scalar, ok, says):
+    c, facts = _compiled(vec, scalar)
+    got, why = static.run_check("float2-store", c, facts)
+    assert got == ok and says in why
