@@ -204,9 +204,13 @@ def _row_facts(lab, name):
 
 
 def render(lab, spec):
+    """The block's table; a spec that names no ladder gives one table per ladder of the record, so a
+    ladder added to the lab shows up with the record that first times it."""
     s = parse_spec(spec) if isinstance(spec, str) else spec
     record = _newest(lab, s["record"])
-    ladder = s.get("ladder") or records.ladders(record)[0]
+    if "ladder" not in s:
+        return "\n\n".join(render(lab, {**s, "ladder": ladder}) for ladder in records.ladders(record))
+    ladder = s["ladder"]
     if s["kind"] == "ladder":
         sizes = [int(x) for x in s["sizes"].split(",")] if "sizes" in s else records.sizes(record)
         rows = []
@@ -244,7 +248,9 @@ def furthest(lab, spec):
     largest size, or, for a sweep, the kernel whose worst % of cuBLAS over the block's shapes is best."""
     s = parse_spec(spec) if isinstance(spec, str) else spec
     record = _newest(lab, s["record"])
-    ladder = s.get("ladder") or records.ladders(record)[0]
+    if "ladder" not in s:
+        return "<br>".join(furthest(lab, {**s, "ladder": ladder}) for ladder in records.ladders(record))
+    ladder = s["ladder"]
     base = records.ladder_info(record, ladder, lab)["baseline"]
     gpu = record.get("gpu", {}).get("name", "?")
     if s["kind"] == "ladder":

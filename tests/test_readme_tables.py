@@ -185,3 +185,14 @@ def test_a_students_own_bench_record_never_replaces_the_committed_one(tmp_path):
     assert [p.name for p in rt.committed(lab.results_dir, "fake-bench_*.json")] == ["fake-bench_test-gpu_0.json"]
     text = rt.render(lab, "ladder record=fake-bench_*.json sizes=4096")
     assert "| 50.0 % |" in text and "99.0 %" not in text and "2026-12-01" in text
+
+
+def test_a_block_naming_no_ladder_shows_every_ladder_of_the_record(tmp_path):
+    two = _record()
+    two["results"] += [dict(r, ladder="fp16") for r in two["results"] if r["kernel"] in ("cuBLAS", "v2")]
+    two["ladders"]["fp16"] = {"precision": "fp16_tensor", "baseline_mode": "cuBLAS GemmEx, FP16"}
+    lab = _fake_lab(tmp_path, [two])
+    text = rt.render(lab, "ladder record=fake-bench_*.json")
+    assert text.count("| rung | the idea it adds |") == 2 and "% of cuBLAS GemmEx, FP16" in text
+    assert rt.furthest(lab, "ladder record=fake-bench_*.json") == \
+        "v2: 87.2 % of cuBLAS SGEMM at 4096³ (Test GPU)<br>v2: 87.2 % of cuBLAS HGEMM at 4096³ (Test GPU)"
