@@ -15,7 +15,7 @@ from common.measure import Tuning
 from .models import BANK_ACCESSES, BANK_MAIN_LOOPS  # noqa: F401  (the bank model's data)
 from .tuning import candidates, reason_illegal
 
-TITLE = "Lab 7a, TF32 tensor cores: seven rungs of mma.sync"
+TITLE = "Lab 7a, TF32 tensor cores: the worklog's seven rungs on mma.sync"
 SHORT = "lab07a"
 
 
