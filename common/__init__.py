@@ -31,6 +31,7 @@ its table (lab.py) that these read. `python -m common <target> --lab labs/<lab>`
     banks      shared-memory wavefronts and bank conflicts of one warp instruction
     roofline   compute and bandwidth roofs, each kernel's point, the plot
     records    recorded benchmark JSON read back: tables, charts, comparisons, predictions
+    readme_tables  the READMEs' tables, generated from the committed records (and checked against them)
     sass_loops a kernel's main loop found in SASS, condensed, listings side by side
     explorers  the text and figures of the hierarchy, fragment and bank explorers
     views      what a lab's notebooks show, as functions of the lab
