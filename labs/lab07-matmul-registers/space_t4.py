@@ -18,8 +18,7 @@ T4 = Path(__file__).resolve().parent / "kernels" / "t4_mma_ldmatrix.cu"
 NAMES = ("BM", "BN", "BK", "WM", "WN", "STAGES", "GROUP")
 DEFAULTS = {k: v for k, v in Tiling.of(T4).params.items() if k in NAMES}
 # COPY_WARPS (warps that issue the copies) defaults to every warp, so it depends on the tile: only
-# candidates that set it name it. The .cu's ablation switches (T4_SWIZZLE, T4_REGDB) and its probe
-# (T4_PROBE, make bounds) are not tuned: candidates() leaves them at the file's values.
+# candidates that set it name it. T4_PROBE (make bounds' builds) is not tuned.
 reason_illegal = Legality(T4)
 
 

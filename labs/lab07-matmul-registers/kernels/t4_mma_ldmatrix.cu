@@ -82,8 +82,6 @@
 // scalar variant adds LDG.E.U16 + STS.128 for B. In ncu: zero bank conflicts for LDSM and LDGSTS
 // (sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm / _op_ldgsts), exactly 4 shared
 // wavefronts per LDSM.x4, and sm__pipe_tensor_op_hmma_cycles_active for how busy the tensor pipe is.
-// Ablations (build with -D): T4_SWIZZLE=0 pads the rows by 8 halves instead (t3's layout, more shared
-// memory); T4_REGDB=0 loads each k-step's fragments just before its MMAs (one register set).
 // COPY_WARPS=4 lets only warps 0-3 (one per SM sub-partition) issue the copies, so the other warp of
 // each sub-partition never stops its mma.sync for them: +1.5 % at BK=64 on the H200, a tuning
 // parameter. T4_PROBE=1..4 take parts of the work away to measure what bounds the kernel (make bounds, common/bounds.py).
@@ -113,13 +111,6 @@
 #ifndef GROUP
 #define GROUP 8     // rasterization: block rows walked together, column by column
 #endif
-// Ablation switches (not tuning parameters; the defaults are the kernel this file teaches):
-#ifndef T4_SWIZZLE
-#define T4_SWIZZLE 1   // 0: t3's layout instead, rows padded by 8 halves and no XOR
-#endif
-#ifndef T4_REGDB
-#define T4_REGDB 1     // 0: one fragment set: each k-step loads its fragments, then computes
-#endif
 #ifndef COPY_WARPS
 #define COPY_WARPS ((BM / WM) * (BN / WN))   // warps that issue the copies (the first ones; default all)
 #endif
@@ -134,8 +125,7 @@
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)                              // one warp per warp tile
 #define COPY_THREADS (COPY_WARPS * 32)
-#define SMEM_BYTES (STAGES * (BM * (BK + 8 - 8 * T4_SWIZZLE) + BK * (BN + 8 - 8 * T4_SWIZZLE)) * sizeof(half))
-                    // A stages, then B stages (no padding when swizzled)
+#define SMEM_BYTES (STAGES * (BM * BK + BK * BN) * sizeof(half))   // A stages, then B stages
 
 static_assert(BM > 0 && BN > 0 && BK > 0 && WM > 0 && WN > 0, "BM, BN, BK, WM and WN must be positive integers");
 static_assert(WM % 16 == 0, "WM must be a multiple of 16: a warp tile is made of m16 mma tiles");
@@ -176,9 +166,8 @@ constexpr int NT = WN / 8;                   // n8 tiles per warp: B fragments p
 constexpr int KSTEPS = BK / 16;              // mma k-steps per stage
 constexpr int CPR_A = BK / 8;                // 16-byte chunks per row of the A tile (4 or 8k)
 constexpr int CPR_B = BN / 8;                // chunks per row of the B tile (8k)
-constexpr int PAD = T4_SWIZZLE ? 0 : 1;      // chunks of padding per row (ablation only)
-constexpr int LDA_C = CPR_A + PAD;           // row stride of the A tile, chunks
-constexpr int LDB_C = CPR_B + PAD;           // row stride of the B tile, chunks
+constexpr int LDA_C = CPR_A;                 // row stride of the A tile, chunks (swizzled: no padding)
+constexpr int LDB_C = CPR_B;                 // row stride of the B tile, chunks
 constexpr int A_STAGE_BYTES = BM * LDA_C * 16;
 constexpr int B_STAGE_BYTES = BK * LDB_C * 16;
 constexpr int A_ITERS = BM * BK / 8 / COPY_THREADS;   // A chunks per thread per stage
@@ -188,11 +177,10 @@ static_assert(SMEM_BYTES == STAGES * (A_STAGE_BYTES + B_STAGE_BYTES), "layout: A
 static_assert(KSTEPS % 2 == 0, "register double buffer: an even number of k-steps per stage");
 
 // The swizzle: logical chunk c of row r lives at chunk c ^ f(r) of row r (bank arithmetic above).
-// Returns the chunk index inside the tile. (Ablation T4_SWIZZLE = 0: chunk c of row r at r*(CPR+1) + c.)
+// Returns the chunk index inside the tile.
 template <int CPR>
 __device__ __forceinline__ int swizzle(int r, int c) {
-    if constexpr (!T4_SWIZZLE) return r * (CPR + 1) + c;
-    else if constexpr (CPR >= 8) return r * CPR + (c ^ (r & 7));
+    if constexpr (CPR >= 8) return r * CPR + (c ^ (r & 7));
     else                         return r * CPR + (c ^ ((r >> 1) & 3));   // CPR == 4
 }
 
@@ -423,13 +411,11 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
         sA = sA0 + read_stage * A_STAGE_BYTES;
         sB = sB0 + read_stage * B_STAGE_BYTES;
     };
-    constexpr bool DB = T4_REGDB;
-    if (DB) {   // k-step 0's fragments, before the loop
+    // k-step 0's fragments, before the loop
 #pragma unroll
-        for (int i = 0; i < MT; ++i) load_a(0, i, sA, 0);
+    for (int i = 0; i < MT; ++i) load_a(0, i, sA, 0);
 #pragma unroll
-        for (int p = 0; p < NT / 2; ++p) load_b(0, p, sB, 0);
-    }
+    for (int p = 0; p < NT / 2; ++p) load_b(0, p, sB, 0);
 
     for (int t = 0; t < k_tiles; ++t) {
 #pragma unroll
@@ -441,21 +427,11 @@ __device__ __forceinline__ void hgemm_t4_body(int M, int N, int K, const __half*
                 cp_async_commit();   // always, even empty: keeps the wait_group arithmetic fixed
                 write_stage = (write_stage + 1 == STAGES) ? 0 : write_stage + 1;
             }
-            if (DB) {
-                // The last k-step loads the next tile's step 0: first wait for it (and free tile t's
-                // buffer: every warp's ldmatrix of tile t is above this barrier, the copy into that
-                // buffer at kk == 0 of tile t+1 below it).
-                if (kk == KSTEPS - 1) next_stage();
-                mma_step(kk % 2, kk < KSTEPS - 1 || t + 1 < k_tiles, (kk + 1) % 2, sA, sB, (kk + 1) % KSTEPS);
-            } else {
-                // Ablation T4_REGDB = 0: load this step's fragments, then wait for them to compute.
-#pragma unroll
-                for (int i = 0; i < MT; ++i) load_a(0, i, sA, kk);
-#pragma unroll
-                for (int p = 0; p < NT / 2; ++p) load_b(0, p, sB, kk);
-                mma_step(0, false, 0, sA, sB, 0);
-                if (kk == KSTEPS - 1) next_stage();
-            }
+            // The last k-step loads the next tile's step 0: first wait for it (and free tile t's
+            // buffer: every warp's ldmatrix of tile t is above this barrier, the copy into that
+            // buffer at kk == 0 of tile t+1 below it).
+            if (kk == KSTEPS - 1) next_stage();
+            mma_step(kk % 2, kk < KSTEPS - 1 || t + 1 < k_tiles, (kk + 1) % 2, sA, sB, (kk + 1) % KSTEPS);
         }
     }
     cp_async_wait<0>();   // only empty groups can be pending; leave no copy in flight at exit
