@@ -42,8 +42,9 @@ product of the inputs as the kernel receives them, so only the kernel's own arit
                of v's, big one of 2^13 v (TF32's ulp at that exponent), so r = x - big is an integer
                n of v's with |n| <= 2^12 (half TF32's ulp): r is exact in FP32 (13 bits at most).
                small keeps 11 bits of n: exact for |n| < 2^11; for 2^11 <= |n| < 2^12 one bit goes,
-               an error of at most 1 v. So |x - big - small| <= v <= 2^-23 |x| (ties away or to
-               even alike), and |small| <= 2^12 v <= 2^-11 |x|. The kernel computes
+               an error of at most 1 v, whether that bit is rounded or dropped: a kernel may hand
+               x - big to the tensor core raw and let it truncate. So |x - big - small| <= v <=
+               2^-23 |x| (ties away, to even, or truncated alike), and |small| <= 2^12 v <= 2^-11 |x|. The kernel computes
                big_a big_b + big_a small_b + small_a big_b, whose distance from a b is
                    a db + b da - da db + small_a small_b    (da = a - big_a - small_a, db likewise)
                <= (2^-23 + 2^-23 + 2^-46 + 2^-22) |a||b| = (2^-21 + 2^-46) |a||b|,
@@ -202,14 +203,15 @@ def tf32_round(x, ties="even"):
     return np.where(np.isfinite(x), r, x).astype(np.float32)
 
 
-def tf32_split(x, ties="even"):
-    """(big, small): big = tf32(x), small = tf32(x - big), both float32 with TF32 values; x - big is
-    exact in FP32 (see "fp32_3xtf32" above). Where x is Inf or NaN, small is 0 and big carries it."""
+def tf32_split(x, ties="even", small="round"):
+    """(big, small): big = tf32(x), small = x - big rounded to TF32 (small="truncate": its low bits
+    dropped, as a tensor core reads raw x - big), both float32 with TF32 values; x - big is exact in
+    FP32 (see "fp32_3xtf32" above). Where x is Inf or NaN, small is 0 and big carries it."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     big = tf32_round(x, ties)
     with np.errstate(invalid="ignore"):
         rest = np.where(np.isfinite(x), x - big, np.float32(0)).astype(np.float32)
-    return big, tf32_round(rest, ties)
+    return big, (tf32_truncate(rest) if small == "truncate" else tf32_round(rest, ties))
 
 
 def precision(name):

@@ -30,8 +30,8 @@ def draw(rows, cols, rng, kind):
     return x.astype(np.float32)
 
 
-def exact_3xtf32(A, B, ties="even"):
-    (Ab, As), (Bb, Bs) = tf32_split(A, ties), tf32_split(B, ties)
+def exact_3xtf32(A, B, ties="even", small="round"):
+    (Ab, As), (Bb, Bs) = tf32_split(A, ties, small), tf32_split(B, ties, small)
     f = [x.astype(np.float64) for x in (Ab, As, Bb, Bs)]
     return f[0] @ f[2] + f[0] @ f[3] + f[1] @ f[2]
 
@@ -48,7 +48,7 @@ def tensor_core_3xtf32(A, B, chunk=None):
     """Every addition truncated to FP32, product by product, in the kernel's order per k: small.big,
     big.small, big.big; with chunk, a chain restarts from zero every `chunk` k and is added to an FP32
     running sum, rounded to nearest (FADD)."""
-    (Ab, As), (Bb, Bs) = tf32_split(A), tf32_split(B)
+    (Ab, As), (Bb, Bs) = tf32_split(A, small="truncate"), tf32_split(B, small="truncate")   # as k8
     f = [x.astype(np.float64) for x in (Ab, As, Bb, Bs)]
     M, K = A.shape
     acc = np.zeros((M, B.shape[1]), np.float32)
@@ -88,11 +88,13 @@ def test_tf32_rounding_ties_as_the_instructions_do():
     assert np.array_equal(tf32_round(special), special, equal_nan=True)
 
 
+@pytest.mark.parametrize("small_mode", ["round", "truncate"])
 @pytest.mark.parametrize("ties", ["even", "away"])
-def test_the_split_is_exact_to_2_to_the_minus_23(ties):
-    """|x - big - small| <= 2^-23 |x| (the module's derivation), reached; x - big exact in FP32."""
+def test_the_split_is_exact_to_2_to_the_minus_23(ties, small_mode):
+    """|x - big - small| <= 2^-23 |x| (the module's derivation), reached, whether small is rounded or
+    truncated; x - big exact in FP32."""
     x = draw(300, 300, np.random.default_rng(2), "wide")
-    big, small = tf32_split(x, ties)
+    big, small = tf32_split(x, ties, small_mode)
     assert not np.any(big.view(np.uint32) & 0x1FFF) and not np.any(small.view(np.uint32) & 0x1FFF)
     x64 = x.astype(np.float64)
     assert np.array_equal((x - big).astype(np.float64), x64 - big)          # the remainder is exact
@@ -126,8 +128,8 @@ def test_the_3xtf32_bound_holds_for_the_exact_model(shape, kind):
     rng = np.random.default_rng([*shape, ["uniform", "rows", "wide"].index(kind)])
     M, N, K = shape
     A, B = draw(M, K, rng, kind), draw(K, N, rng, kind)
-    for ties in ("even", "away"):
-        assert ratio(exact_3xtf32(A, B, ties), A, B) <= 1.0
+    for ties, small in (("even", "round"), ("away", "round"), ("even", "truncate"), ("away", "truncate")):
+        assert ratio(exact_3xtf32(A, B, ties, small), A, B) <= 1.0
 
 
 @pytest.mark.parametrize("chunk", [None, 4, 32])

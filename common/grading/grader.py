@@ -298,6 +298,15 @@ def grade_many(g, jobs, env, progress=True):
             race = gpumod.racecheck(lab, items, env.work / "racecheck", g.SANITIZER_TIMEOUT_S)
             gpu_results = {key: results[iid] for key, iid in by_item.items()}
             races = {key: race[iid] for key, iid in by_item.items()}
+            shapes = {p.name: c.shape for p in g.code_parts for c in p.checks if c.kind == "bank-conflicts"}
+            banked = [it for it in items if it["part"] in shapes]
+            if banked:                    # bankcheck.py: ncu on the student's kernel and on the reference
+                from . import bankcheck
+                _say(progress, f"GPU: shared-memory bank conflicts under ncu, {len(banked)} kernel(s)")
+                conflicts = bankcheck.measure(lab, banked, shapes, env.work / "ncu", g.GPU_TIMEOUT_S)
+                for key, iid in by_item.items():
+                    if iid in conflicts and isinstance(gpu_results.get(key), dict):
+                        gpu_results[key]["bank_conflicts"] = conflicts[iid]
         if any(not p.computed for p in g.predictions) and any("predictions" in job.parts for job in jobs):
             _say(progress, f"GPU: the reference ladder and cuBLAS at {g.PREDICTION_SIZE}³ (for the predictions)")
             measured = gpumod.measure(lab, env.work / "measure.json", g.GPU_TIMEOUT_S)
@@ -465,6 +474,9 @@ def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env):
         elif c.kind in ("bandwidth", "bitwise"):
             from . import measures
             raw[c.name] = getattr(measures, f"{c.kind}_verdict")(gpu_res, c)
+        elif c.kind == "bank-conflicts":  # bankcheck.py
+            from . import bankcheck
+            raw[c.name] = bankcheck.verdict((gpu_res or {}).get("bank_conflicts"), c)
         elif c.kind == "race-free":
             status, reason = race or (FAIL, "racecheck did not run")
             raw[c.name] = (status, reason, {})

@@ -40,6 +40,7 @@ STATIC_KINDS = ("computes-fp32", "computes-tensor", "cp-async", "registers", "ld
                 "cp-async-fence",   # fences.py: every cp.async loop waits, then a barrier, before its shared loads
                 "probe")            # hostprobe.py: a lab's host program around the student's file, and its verdict
 GPU_KINDS = ("correct", "race-free", "fast", "bandwidth", "bitwise")
+GPU_KINDS += ("bank-conflicts",)   # bankcheck.py: ncu, shared-load bank conflicts per load against the reference's
 
 DEFAULTS = {
     "SPEED_PCT": 75,              # a correct kernel at >= 75 % of the reference's speed gets the point

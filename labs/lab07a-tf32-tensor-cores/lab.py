@@ -9,7 +9,7 @@ from common.bounds import Bounds
 from common.headers import cutlass_include
 from common.kernels import ALPHA_BETA, Kernel
 from common.lab import load
-from common.precision import TF32_ROUNDED, TF32_TRUNCATED
+from common.precision import TF32_ROUNDED, TF32_SPLIT, TF32_TRUNCATED
 from common.measure import Tuning
 
 from .models import BANK_ACCESSES, BANK_MAIN_LOOPS  # noqa: F401  (the bank model's data)
@@ -60,11 +60,23 @@ TF32 = [
            claim="the yardstick: what NVIDIA's library reaches with k7's instruction on this GPU"),
 ]
 
+# FP32 accuracy on the TF32 tensor cores: each operand split into two TF32 parts, three products (3xTF32)
+THREE_X = [
+    Kernel("k8", "k8_3xtf32.cu", {"vec": "tf32gemm_k8_vec", "scalar": "tf32gemm_k8_scalar"}, "fp32_3xtf32",
+           choose=_vec4, args=ALPHA_BETA, input_roundoff=TF32_SPLIT,
+           title="k7 with big + small TF32 operands, 3 mma.sync per step, partial sums promoted to FP32",
+           claim="FP32's accuracy faster than cuBLAS SGEMM: three TF32 products cost less than one FFMA GEMM"),
+]
+
 # The FP32 baselines in the same table: cuBLAS SGEMM (TF32 off) and lab 7's best FP32 kernel.
 LAB7 = load("lab07-matmul-registers")
-LADDERS = {"tf32": [LAB7.kernel("v8")] + TF32}
+LADDERS = {"tf32": [LAB7.kernel("v8")] + TF32, "3xtf32": THREE_X}
 LADDER_PRECISION = {"tf32": "tf32_tensor"}       # the ladder's baseline: cuBLAS TF32, not v8's SGEMM
-EXTRA_BASELINES = {"tf32": ["fp32"]}             # cuBLAS SGEMM timed in the same run, as one more row
+# cuBLAS SGEMM timed in the same run, as one more row; 3xtf32's baseline is SGEMM (k8's precision), beside
+# cuBLAS TF32 and the same split done with three cuBLAS TF32 calls
+EXTRA_BASELINES = {"tf32": ["fp32"], "3xtf32": ["tf32_tensor", "tf32x3_cublas"]}
+# make accuracy (common/accuracy.py): the fused rows whose error is measured beside cuBLAS's, K = 256..65536
+ACCURACY_ROWS = ["k7", "k8"]
 BENCH_SIZES = [1024, 2048, 4096, 8192]
 SELFCHECK_SHAPES = [(1, 1, 1), (17, 33, 9), (127, 129, 132), (129, 127, 64), (1000, 3, 520), (256, 260, 64)]
 # make tune: k7's defaults ({}) first, then the sweep of tuning.py; illegal = k7's static_asserts (the compiler's word)
