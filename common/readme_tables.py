@@ -114,7 +114,7 @@ def ladder_markdown(record, ladder, rows, sizes):
     info = (record.get("ladders") or {}).get(ladder) or {}
     mode = info.get("baseline_mode") or "cuBLAS"
     head = (f"Measured on an {_gpu(record)} on {_date(record)}, % of {mode}, at M = N = K "
-            f"(the newest record of `make bench` in `results/`):")
+            f"(the newest committed record of `make bench` in `results/`):")
     cols = "| rung | the idea it adds | file | " + " | ".join(f"{n}³" for n in sizes) + " |"
     rule = "| --- | --- | --- | " + " | ".join("---:" for _ in sizes) + " |"
     lines = [head, "", cols, rule]
@@ -133,7 +133,7 @@ def sweep_markdown(record, ladder, rows, shapes):
     mode = info.get("baseline_mode") or "cuBLAS"
     copy = (record.get("copy") or {}).get("gbs")
     head = (f"Measured on an {_gpu(record)} on {_date(record)}, % of {mode} at M x N x K "
-            f"(the newest shape sweep in `results/`; – : not timed at that shape)"
+            f"(the newest committed shape sweep in `results/`; – : not timed at that shape)"
             + (f". A device-to-device copy in the same run: {copy:.0f} GB/s, its read and its write counted:"
                if copy else ":"))
     lines = [head, "", "| kernel | what it is | file | " + " | ".join(shapes) + " |",
