@@ -3,7 +3,9 @@
   cp-async-fence (common/grading/fences.py): a SASS loop that issues cp.async must wait (DEPBAR), have
       a barrier (BAR.SYNC), and pass the barrier between each wait and the next shared load, round the loop;
   probe (common/grading/hostprobe.py): a lab's host program built around a student's file (PROBE_KERNEL,
-      host pass only), run, and judged by the lab's verdict.
+      host pass only), run, and judged by the lab's verdict;
+  bank-conflicts (common/grading/bankcheck.py, a GPU kind): its verdict on synthetic counts, and how it
+      reads ncu's CSV (a fake ncu that prints two launches) or says that ncu is missing.
 """
 import shutil
 from types import SimpleNamespace
@@ -133,3 +135,72 @@ def test_a_probe_check_without_a_table_entry_is_a_clear_error(probe_lab):
     g, compiled, _ = probe_lab
     with pytest.raises(CourseError, match="PROBES"):
         hostprobe.probe_for(g, "p", "other")
+
+
+# ---------------------------------------------------------------------------------------------
+# bank-conflicts (common/grading/bankcheck.py): the verdict, and measure() against a fake ncu
+# ---------------------------------------------------------------------------------------------
+
+from common.grading import bankcheck  # noqa: E402
+
+CHECK = SimpleNamespace(shape=(1024, 1024, 1024), threshold=0.01)
+
+
+def _m(conflicts, loads):
+    return {bankcheck.CONFLICTS: conflicts, bankcheck.LOADS: loads}
+
+
+def test_conflicts_at_the_references_level_pass_and_more_fail_with_the_numbers():
+    ref = _m(500, 400_000)                                   # 0.00125 per load
+    assert bankcheck.verdict({"student": _m(2_000, 400_000), "reference": ref}, CHECK)[0] == "pass"
+    status, reason, _ = bankcheck.verdict({"student": _m(10_400, 400_000), "reference": ref}, CHECK)
+    assert status == "fail" and "10,400 shared-load bank conflicts in 400,000 shared loads" in reason
+    assert "0.0260 per load" in reason and "0.0013" in reason and "1024x1024x1024" in reason
+
+
+def test_not_measured_skipped_and_errors_are_told_apart():
+    assert bankcheck.verdict(None, CHECK)[0] == "fail"
+    assert bankcheck.verdict({"skipped": "no ncu"}, CHECK) == ("skipped", "no ncu", {})
+    assert bankcheck.verdict({"error": "ncu failed"}, CHECK)[:2] == ("fail", "ncu failed")
+    status, reason, _ = bankcheck.verdict({"student": _m(0, 0), "reference": _m(0, 10)}, CHECK)
+    assert status == "fail" and "no shared loads" in reason
+
+
+FAKE_NCU = '''#!/bin/sh
+echo "==PROF== Connected to process"
+echo '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","{c}","{l}"'
+echo '"","","","","","","","","","","","","inst"'
+echo '"0","1","python","h","k_vec","1","7","(256, 1, 1)","(8, 8, 1)","0","9.0","{s_c}","{s_l}"'
+echo '"1","1","python","h","k_vec","1","7","(256, 1, 1)","(8, 8, 1)","0","9.0","{r_c}","{r_l}"'
+'''
+
+
+def _fake_lab():
+    kernel = SimpleNamespace(entries={"vec": "k_vec"}, variant_for=lambda M, N, K: "vec")
+    return SimpleNamespace(kernel=lambda name: kernel, dir="/nowhere")
+
+
+def test_measure_reads_the_students_launch_then_the_references(tmp_path, monkeypatch):
+    from common import ncu as ncumod
+    fake = tmp_path / "ncu"
+    fake.write_text(FAKE_NCU.format(c=bankcheck.CONFLICTS, l=bankcheck.LOADS, s_c="10,400", s_l="400,000",
+                                    r_c="500", r_l="400,000"))
+    fake.chmod(0o755)
+    monkeypatch.setattr(ncumod, "find_ncu", lambda: str(fake))
+    items = [{"id": "0-c4", "part": "c4", "kernel": "c4", "cubin": "s.cubin", "reference_cubin": "r.cubin"}]
+    got = bankcheck.measure(_fake_lab(), items, {"c4": (64, 64, 64)}, tmp_path / "logs", timeout=30)
+    assert got["0-c4"]["student"] == _m(10400, 400000) and got["0-c4"]["reference"] == _m(500, 400000)
+    assert (tmp_path / "logs" / "0-c4.log").exists()
+    argv = (tmp_path / "logs" / "0-c4.log").read_text().splitlines()[0]
+    assert "--kernel-name k_vec" in argv and bankcheck.CONFLICTS in argv and "common.grading.bankcheck" in argv
+
+
+def test_measure_without_ncu_is_skipped_with_the_reason(tmp_path, monkeypatch):
+    from common import ncu as ncumod
+
+    def missing():
+        raise CourseError("ncu is not installed")
+    monkeypatch.setattr(ncumod, "find_ncu", missing)
+    items = [{"id": "0-c4", "part": "c4", "kernel": "c4"}]
+    got = bankcheck.measure(_fake_lab(), items, {"c4": (64, 64, 64)}, tmp_path, timeout=30)
+    assert "not installed" in got["0-c4"]["skipped"]

@@ -21,8 +21,9 @@ How each idea is graded:
            BK = 32 and 64; probes.py checks it is a permutation of each stage, keeps each 16-byte chunk
            whole, and that the worklog's 32-bit reads (lanes 0-15 row m, 16-31 row m+1) and the
            16-byte copies are free of bank conflicts in the course's bank model (common/banks.py).
-           On the GPU: correct (a swizzle is a layout of the copy and the MMA alike in CuTe: a wrong
-           one shows as wrong elements only if it is no permutation, which banks already catches).
+           On the GPU: "conflicts", measured: ncu's shared-load bank conflicts per load of the student's
+           kernel against the reference's (bankcheck.py); and correct (a swizzle is a layout of the copy
+           and the MMA alike in CuTe: a wrong one shows as wrong elements only if it is no permutation).
   fence    "fence" (cp-async-fence, no GPU): in SASS, the main loop waits for its copies (DEPBAR),
            then passes a barrier (BAR.SYNC) before its next shared load. On the GPU: race-free
            (racecheck) and correct (a fence in the wrong place reads the wrong tile).
@@ -33,7 +34,7 @@ How each idea is graded:
            reads of sB are conflict-free. "float4-global" (SASS): the vec entry loads C by LDG.E.128.
 The gates: correct requires banks (c4) or layout (c5), race-free requires fence (c4) or layout (c5),
 fast requires correct, so the untouched workspace (identity swizzle, no fences, no permutation)
-scores zero.
+scores zero; c4's conflicts needs no gate: the identity swizzle keeps c3's conflicts, which it fails.
 """
 from common.grading.spec import Check, Part, Region, Wrong
 
@@ -53,6 +54,17 @@ SANITIZER_TIMEOUT_S = 300
 FP32_SHAPES = [(1, 1, 1), (17, 33, 9), (127, 129, 132), (129, 127, 64), (128, 128, 512), (257, 129, 513),
                (1000, 3, 520), (256, 260, 64)]
 SHAPES = {"fp32": FP32_SHAPES}
+# c4's "conflicts": ncu's l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld per shared-load instruction,
+# the student's against the reference's in the same run. In the compiled c4 the swizzle matters for the 8
+# 32-bit A loads per warp and tile that nvcc does not merge into LDS.128 (k-block 0 after the barrier):
+# 8 of the 320 shared loads of a tile, each one extra wavefront when they conflict: 0.025 per load,
+# and ncu measured 1.11 M conflicts in 42.99 M loads for c3 (0.026) against 0.05 M for c4 (0.001) at
+# 2048³ (the lab's README). The allowance, 0.01 per load, is 40 % of what the swizzle removes and ten
+# times the reference's residue: a kernel that keeps half the conflicts fails, noise does not. 1024³:
+# 64 blocks of 32 k-tiles, the same per-load ratio as 2048³ at an eighth of ncu's replay time.
+CONFLICT_SHAPE = (1024, 1024, 1024)
+CONFLICT_ALLOWANCE = 0.01
+
 # racecheck: interior and edge blocks, 4 and 13 k-tiles (the rotation runs), both entry points
 SANITIZE_SHAPES = [(130, 260, 128), (33, 65, 24), (128, 128, 416)]
 
@@ -73,6 +85,9 @@ PARTS = [
                        "correct", needs_gpu=True, requires="banks"),
                  Check("race-free", 1, "compute-sanitizer racecheck finds no shared-memory hazard", "race-free",
                        needs_gpu=True, requires="fence"),
+                 Check("conflicts", 1, f"ncu at {CONFLICT_SHAPE[0]}³: shared-load bank conflicts per load at most the "
+                                       f"reference's + {CONFLICT_ALLOWANCE}", "bank-conflicts", needs_gpu=True,
+                       shape=CONFLICT_SHAPE, threshold=CONFLICT_ALLOWANCE),
                  Check("fast", 1, f"at least {SPEED_PCT} % of the reference's speed at {TIMING_SIZE}³, same run",
                        "fast", needs_gpu=True, requires="correct"))),
     Part("c5", "c5: the permutation of the tiled MMA's N mode (float4 epilogue), in CuTe's algebra", kernel="c5",
@@ -142,7 +157,7 @@ REGIONS = [
 WRONG = [
     Wrong("c4_swizzle_misses_row_bit.patch", "c4",
           "Swizzle<2,3,3> (a common CuTe swizzle): moves m's bits 1-2, rows m and m+1 still share a bank",
-          lose_here=("banks",), lose_on_gpu=("correct",), reason="2-way bank conflicts", max_diff_lines=1),
+          lose_here=("banks",), lose_on_gpu=("correct", "conflicts"), reason="2-way bank conflicts", max_diff_lines=1),
     Wrong("c4_swizzle_fixed_shift.patch", "c4",
           "Swizzle<1,2,3> typed as constants: right for BK = 32 only (at 64 it moves a bit of k)",
           lose_here=("banks",), lose_on_gpu=("correct",), reason="BK = 64", max_diff_lines=1),

@@ -55,10 +55,11 @@ def test_every_probe_check_has_its_program_and_verdict():
 
 
 def test_the_gates_make_the_untouched_workspace_score_zero():
-    """Every GPU check requires a static check that the untouched workspace fails."""
+    """Every GPU check requires a static check that the untouched workspace fails, except the measured
+    bank conflicts: the untouched c4 is c3's plain tile, whose conflicts are what it measures."""
     for p in G.code_parts:
         for c in p.checks:
-            if c.needs_gpu:
+            if c.needs_gpu and c.kind != "bank-conflicts":
                 gate = c.requires
                 while p.check(gate).requires:
                     gate = p.check(gate).requires
