@@ -256,7 +256,7 @@ def grade_many(g, jobs, env, progress=True):
     # 1. compile every code part of every job (the grader's own build folders)
     lab = g.lab
     tasks = [(ji, name, Path(src)) for ji, job in enumerate(jobs) for name, src in job.sources.items()
-             if name in job.parts]
+             if name in job.parts and not g.part(name).rules]
     _say(progress, f"compiling {len(tasks)} kernel(s) for {env.arch}")
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         futures = {(ji, name): pool.submit(static.compile_student, lab, g.part(name), src, env.arch,
@@ -326,6 +326,8 @@ def grade_many(g, jobs, env, progress=True):
                 pr, extra["questions"] = _questions(g, part, answers, answers_error)
             elif name == "predictions":
                 pr, extra["predictions"] = _predictions(g, part, answers, answers_error, env, measured)
+            elif part.rules:
+                pr = _rules_part(g, part, job.sources.get(name), env)
             else:
                 key = (ji, name)
                 c = compiled.get(key) or static.Compiled(name, Path(job.sources.get(name, "?")),
@@ -495,6 +497,14 @@ def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env):
         out.append(CheckResult(part.name, c.name, c.what, c.points, status, reason, details))
     source = str(compiled.source) if compiled.source else ""
     return PartResult(part.name, part.title, out, source)
+
+
+def _rules_part(g, part, source, env):
+    """A part whose answer is a rules file, not a kernel (rules.py grades it, here and on a GPU)."""
+    from . import rules
+    raw = rules.verdicts(g, part, source, env)
+    return PartResult(part.name, part.title, [CheckResult(part.name, c.name, c.what, c.points, *raw[c.name])
+                                              for c in part.checks], str(source or ""))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ from .workspace import generate
 
 def wrong_sources(g, folder):
     files = g.kernel_files()
-    return {w: apply_file(g.wrong_file(w), files[w.part], Path(folder) / f"{w.name}.cu") for w in g.wrong}
+    return {w: apply_file(g.wrong_file(w), files[w.part], Path(folder) / f"{w.name}{files[w.part].suffix}")
+            for w in g.wrong}
 
 
 def jobs(g, work):

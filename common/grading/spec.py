@@ -26,7 +26,9 @@ A lab's grading/ folder (data, no code; loaded as lab.module("grading.parts")):
 Check kinds: computes-fp32, computes-tensor, cp-async, registers, lds128, float4-global,
 bytes-in-flight, ordered-reduce (static.py, from ptxas and SASS); correct, race-free, fast (the GPU;
 grader.py); bandwidth, bitwise (the GPU; measures.py: % of the copy bandwidth, the same bits run
-after run). A Check's `shape` and `threshold` parametrize the kinds that need one (measures.py). GRADE_TIMING_SIZE overrides
+after run). A Check's `shape` and `threshold` parametrize the kinds that need one (measures.py).
+A rules part (Part(rules="file.toml")) is a table of rules the student writes, not a kernel:
+rules-sane (no GPU) and rules-speed (the GPU) grade it (rules.py says how, and what parts.py declares). GRADE_TIMING_SIZE overrides
 TIMING_SIZE (the grader's tests on a simulated GPU set it small; nothing else should).
 """
 import os
@@ -39,7 +41,8 @@ STATIC_KINDS = ("computes-fp32", "computes-tensor", "cp-async", "registers", "ld
                 "bytes-in-flight", "ordered-reduce", "float2-store",
                 "cp-async-fence",   # fences.py: every cp.async loop waits, then a barrier, before its shared loads
                 "probe")            # hostprobe.py: a lab's host program around the student's file, and its verdict
-GPU_KINDS = ("correct", "race-free", "fast", "bandwidth", "bitwise")
+GPU_KINDS = ("correct", "race-free", "fast", "bandwidth", "bitwise", "rules-speed")
+RULES_KINDS = ("rules-sane",)     # a rules part's check without a GPU (rules.py)
 GPU_KINDS += ("bank-conflicts",)   # bankcheck.py: ncu, shared-load bank conflicts per load against the reference's
 
 DEFAULTS = {
@@ -75,6 +78,7 @@ class Part:
     kernel: str = ""          # the lab's table row ("" for questions and predictions)
     regions: tuple = ()       # solution region ids in that kernel's file
     shapes: tuple = ()        # the shapes "correct" runs; () = the lab's SHAPES for the kernel's precision
+    rules: str = ""           # a rules part: the lab's file (TOML) the student writes instead of a kernel
 
     @property
     def max_points(self):
@@ -147,9 +151,13 @@ class Grading:
     def _validate(self):
         names = [p.name for p in self.code_parts]
         for p in self.code_parts:
-            self.lab.kernel(p.kernel)             # CourseError naming the kernels when it is not a row
+            if p.rules:
+                if not (self.lab.dir / p.rules).exists():
+                    raise CourseError(f"grading/parts.py: {p.name}: no rules file {p.rules} in the lab")
+            else:
+                self.lab.kernel(p.kernel)         # CourseError naming the kernels when it is not a row
             for c in p.checks:
-                if c.kind not in STATIC_KINDS + GPU_KINDS:
+                if c.kind not in STATIC_KINDS + GPU_KINDS + RULES_KINDS:
                     raise CourseError(f"grading/parts.py: {p.name} {c.name}: no check kind {c.kind!r}",
                                       hint=f"kinds: {', '.join(STATIC_KINDS + GPU_KINDS)}")
         for name in self.given:
@@ -193,8 +201,9 @@ class Grading:
         raise CourseError(f"there is no part {name!r}", hint=f"parts: {', '.join(p.name for p in self.parts)}")
 
     def kernel_files(self):
-        """{code part: the reference .cu file}."""
-        return {p.name: Path(self.lab.kernel(p.kernel).path) for p in self.code_parts}
+        """{code part: the reference .cu file (a rules part: its rules file)}."""
+        return {p.name: (self.lab.dir / p.rules) if p.rules else Path(self.lab.kernel(p.kernel).path)
+                for p in self.code_parts}
 
     def shapes_for(self, part):
         if part.shapes:

@@ -281,7 +281,8 @@ def include_dirs(g):
     """The folders the grader's nvcc searches for a submission's includes (static.compile_student)."""
     dirs = {g.lab.kernels_dir}
     for p in g.code_parts:
-        dirs |= {Path(d) for d in g.lab._include_dirs(g.lab.kernel(p.kernel))}
+        if p.kernel:                      # a rules part has no kernel
+            dirs |= {Path(d) for d in g.lab._include_dirs(g.lab.kernel(p.kernel))}
     return sorted(dirs)
 
 

@@ -121,14 +121,14 @@ QUESTIONS = [
              why=(("intensity", "flop per byte", "flops per byte", "flop/byte", "flop/b", "ridge"),),
              why_model="2 FLOP per 4-byte weight is 0.5 FLOP per byte, far below the roofline's ridge "
                        "(67 TFLOP/s over 4.3 TB/s, ~16 FLOP/B): arithmetic intensity decides.",
-             hint="the roofline: FLOP per byte against the ridge"),
+             hint="the roofline model, with the H200's FFMA peak and memory bandwidth"),
     Question("littles_law_mb",
              "To stream 4.2 TB/s when a DRAM access takes 0.8 us, how many MB must be requested and not yet "
              "returned, across the whole GPU (a number)?",
              lambda: 4.2e12 * 0.8e-6 / 1e6, "Little's law: in flight = rate x latency", rel_tol=0.05,
-             why=(("latency", "little", "littles"), ("times", "multiplied", "product", "x", "*")),
+             why=(("latency", "little", "littles"), ("times", "multiplied", "product", "x")),
              why_model="Little's law: bytes in flight = bandwidth x latency = 4.2e12 B/s x 0.8e-6 s = 3.4 MB.",
-             hint="Little's law (gemv.cu's header, point 2)"),
+             hint="gemv.cu's header, point 2"),
 ]
 
 QUESTION_IDS = [q.id for q in QUESTIONS]

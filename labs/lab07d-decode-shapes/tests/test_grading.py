@@ -94,6 +94,8 @@ def test_the_untouched_workspace_holds_no_solution_text(graded):
     gemv, skinny = (ws / "gemv.cu").read_text(), (ws / "skinny_fp16.cu").read_text()
     assert "fmaf(a[m][u], b[u][i]" not in gemv and "TODO(gemv-step)" in gemv
     assert "s_last = atomicAdd(counter" not in skinny and "TODO(skinny-ordered-splits)" in skinny
+    rules_text = (ws / "dispatch_rules.toml").read_text()
+    assert "[[rule]]" not in rules_text.split("TODO(dispatch-rules)")[1] and "ceil(sms / tiles)" not in rules_text
 
 
 def test_the_reference_gets_full_static_marks_on_its_code(graded):
@@ -128,6 +130,39 @@ def test_each_known_wrong_kernel_applies_and_is_a_small_marked_change(w, tmp_pat
     code = [l for l in p.added if l.strip() and not l.strip().startswith("//")]
     assert len(code) <= w.max_diff_lines and out.read_text() != ref.read_text()
     assert not code or any("BUG" in l for l in code), "an added line says BUG"
+
+
+# ---------------------------------------------------------------------------------------------
+# The dispatcher's rules
+# ---------------------------------------------------------------------------------------------
+
+def _rules_of(path):
+    from common.grading import rules
+    return rules.load(path, P.RULES_FAMILIES, P.RULES_WITH_SPLITS)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5, 6, 7])
+def test_the_reference_rules_are_sane_and_each_wrong_one_is_not_whatever_the_seed(seed, tmp_path):
+    """The self-test draws a new seed every run: the verdicts must not depend on it."""
+    from common.grading import rules
+    spec = rules._spec(G)
+    shapes = rules.hidden_shapes(P.RULES_HIDDEN, seed, P.RULES_PER_CLASS) + \
+        rules.hidden_shapes(P.RULES_HIDDEN, seed + 1, P.RULES_SANE_PER_CLASS)
+    ref = _rules_of(LAB.dir / "dispatch_rules.toml")
+    assert rules.sane_verdict(ref, shapes, spec, P.RULES_SMS)[0] == grader.PASS
+    for w in (w for w in G.wrong if w.part == "dispatch"):
+        bad = patches.apply_file(G.wrong_file(w), LAB.dir / "dispatch_rules.toml", tmp_path / f"{w.name}.toml")
+        status, reason, _ = rules.sane_verdict(_rules_of(bad), shapes, spec, P.RULES_SMS)
+        assert status == grader.FAIL and w.reason in reason, (w.name, reason)
+
+
+def test_every_family_is_a_row_of_the_lab_and_split_k_takes_its_splits():
+    from common.grading import rules
+    assert LAB.kernel("gemv_fp32") == P.RULES_FAMILIES["gemv"](0)
+    assert P.RULES_FAMILIES["splitk"](7).launch_hook.splits == 7
+    assert P.RULES_TILE == LAB.kernel("splitk_fp32").tile and P.RULES_FAMILIES["tiles"](0).name == "v8"
+    s = rules.facts(128, 128, 65536, 132, P.RULES_TILE)
+    assert rules.plan(_rules_of(LAB.dir / "dispatch_rules.toml"), s, P.RULES_SPLIT_MAX) == rules.Plan(2, "splitk", 132)
 
 
 # ---------------------------------------------------------------------------------------------
