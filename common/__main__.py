@@ -7,6 +7,7 @@
     tune       other parameters of each ladder's tuning kernel                  (--size, --budget)
     selfcheck  every kernel and variant on a few awkward shapes
     bounds     a kernel beside builds that leave parts of its work out (common/bounds.py) (--kernel, --size, --bk)
+    accuracy   error vs K against float64: cuBLAS SGEMM, TF32, 3xTF32 and the lab's rows (--quick, --ks, --size)
     diff       what a rung changes: its file against the previous rung's (common/rungs.py)  (--kernel, --side-by-side)
     ncu-table, ncu-tensor, ncu, sanitize   the profilers (common/profiling.py)  (--kernels, --kernel)
     profile    the program ncu and compute-sanitizer run                        (--kernel | --sanitize-run)
@@ -52,6 +53,10 @@ def parser():
     t.add_argument("--kernel", default=None, help="a kernel of the lab's BOUNDS (default: its first)")
     t.add_argument("--size", type=int, default=None, help="M = N = K (default 4096)")
     t.add_argument("--bk", default=None, help="BK values, a comma list (default: the lab's BOUNDS entry)")
+    t = target("accuracy", "error vs K against float64: cuBLAS SGEMM, TF32, 3xTF32 and the lab's rows")
+    t.add_argument("--ks", default=None, help="comma list of K (default 256,1024,4096,16384,65536)")
+    t.add_argument("--quick", action="store_true", help="K up to 4096 only")
+    t.add_argument("--size", type=int, default=None, help="M = N (default 512)")
     t = target("compare", "a kernel beside other builds of itself, in rounds, against cuBLAS")
     t.add_argument("--kernel", default=None, help="one of the lab's kernels")
     t.add_argument("--builds", default=None, help="builds separated by ';', each NAME=value[,NAME=value]")
@@ -144,6 +149,10 @@ def main(argv=None):
         if args.target == "bounds":
             from .bounds import bounds
             bounds(lab, args)
+            return 0
+        if args.target == "accuracy":
+            from .accuracy import accuracy
+            accuracy(lab, args)
             return 0
         if args.target == "compare":
             from .compare import compare

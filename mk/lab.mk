@@ -12,6 +12,8 @@
 #                    two aligned columns; CONTEXT=3 lines around each change; colored on a terminal)
 #   make compare     KERNEL=c6 BUILDS='GROUP=16;GROUP=4,STAGES=4': a kernel beside other builds of itself,
 #                    ROUNDS rounds per size (SIZES=4096,8192), each against cuBLAS in the same run
+#   make accuracy    error vs K (256..65536) against float64: cuBLAS SGEMM, TF32, 3xTF32, the lab's ACCURACY_ROWS
+#                    (QUICK=1: K <= 4096; KS=256,4096; SIZE=512), a table, a JSON record and a chart
 #   make ncu-table   ncu on the FFMA kernels and cuBLAS SGEMM: shared loads per FFMA, wavefronts, stalls
 #   make ncu-tensor  ncu on the tensor-core kernels and cuBLAS: Speed of Light, tensor pipes, memory
 #   make ncu KERNEL=name   the full ncu report of one kernel (GUI), and its samples per SASS instruction
@@ -47,7 +49,7 @@ CLASS_FLAGS := $(if $(SUBMISSIONS),--submissions $(abspath $(SUBMISSIONS))) $(if
                $(if $(MAXTASKS),--max-tasks $(MAXTASKS)) $(if $(EXTRA_SBATCH),--extra-sbatch "$(EXTRA_SBATCH)") \
                $(if $(WAIT),--wait)
 
-.PHONY: build test bench sass tune bounds compare diff selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest grade-class grade-class-demo clean help
+.PHONY: build test bench sass tune bounds compare diff accuracy selfcheck ncu-table ncu-tensor ncu sanitize workspace grade grade-selftest grade-class grade-class-demo clean help
 
 build:
 	@$(COURSE) build --lab $(LAB_DIR) $(ARCH_FLAG)
@@ -84,6 +86,9 @@ diff:
 selfcheck:
 	@$(COURSE) selfcheck --lab $(LAB_DIR)
 
+accuracy:
+	@$(COURSE) accuracy --lab $(LAB_DIR) $(if $(QUICK),--quick) $(if $(KS),--ks $(KS)) $(if $(SIZE),--size $(SIZE))
+
 ncu-table ncu-tensor sanitize:
 	@$(COURSE) $@ --lab $(LAB_DIR) $(KERNELS_FLAG)
 
@@ -109,4 +114,4 @@ clean:
 	rm -rf build reports
 
 help:
-	@sed -n '2,27p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'
+	@sed -n '2,29p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'
