@@ -205,8 +205,9 @@ def tflops_vs_size(record, lab=None):
 
 
 def _best(record, ladder, size, lab=None):
-    """The ladder's fastest kernel at `size`: not cuBLAS, and not a yardstick (a library's kernel)."""
-    skip = set(ladder_info(record, ladder, lab)["yardsticks"]) | {BASELINE}
+    """The ladder's fastest kernel at `size`: not cuBLAS (nor an extra cuBLAS row), and not a yardstick (a library's kernel)."""
+    from .precision import PRECISIONS
+    skip = set(ladder_info(record, ladder, lab)["yardsticks"]) | {BASELINE} | {p.baseline for p in PRECISIONS.values()}
     rs = [r for r in record["results"] if r["ladder"] == ladder and r["size"] == size and r["kernel"] not in skip]
     return max(rs, key=lambda r: r["tflops"]) if rs else None
 
