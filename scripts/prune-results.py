@@ -3,18 +3,18 @@
 and GPU, less the records the course's code names by file name (common/runs.py says how runs are named
 and ordered).
 
-    python3 scripts/prune-results.py            list what would go, and what stays
-    python3 scripts/prune-results.py --apply    `git rm` it
+    .venv/bin/python scripts/prune-results.py            list what would go, and what stays
+    .venv/bin/python scripts/prune-results.py --apply    `git rm` it
+(the virtual environment's .pth makes `common` importable; with another Python: PYTHONPATH=.)
 """
 import argparse
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from common import runs
 
-from common import runs  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main():

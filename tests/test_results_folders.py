@@ -22,7 +22,7 @@ def test_a_results_folder_holds_only_the_newest_run_per_kind_and_gpu(folder, nam
     extra = runs.extra_runs(folder, ROOT, named)
     assert not extra, (f"{folder.relative_to(ROOT)} holds older runs: " +
                        "; ".join(f"{kind} on {gpu or 'no GPU named'}: {len(rs)} runs" for (kind, gpu), rs in extra.items()) +
-                       ". Keep the newest (python3 scripts/prune-results.py --apply: git keeps the others)")
+                       ". Keep the newest (.venv/bin/python scripts/prune-results.py --apply: git keeps the others)")
 
 
 def test_run_names_are_read_as_the_targets_write_them():
@@ -72,7 +72,8 @@ def test_newest_is_the_records_own_time_as_the_readers_order_them(tmp_path):
 
 
 def test_the_prune_script_lists_and_removes_nothing_by_default():
+    import os
     p = subprocess.run([sys.executable, str(ROOT / "scripts" / "prune-results.py")], capture_output=True, text=True,
-                       timeout=300, cwd=ROOT)
+                       timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 0, p.stderr
     assert all(line.startswith(("labs/", "results:", "  would remove")) for line in p.stdout.splitlines()), p.stdout
