@@ -24,8 +24,8 @@ A lab's grading/ folder (data, no code; loaded as lab.module("grading.parts")):
                    carries the bug says `BUG`; `BUG [effect]` names what the simulated GPU does)
 
 Check kinds: computes-fp32, computes-tensor, cp-async, registers, lds128, float4-global,
-bytes-in-flight, ordered-reduce (static.py, from ptxas and SASS); correct, race-free, fast (the GPU;
-grader.py); bandwidth, bitwise (the GPU; measures.py: % of the copy bandwidth, the same bits run
+bytes-in-flight, ordered-reduce, float2-store (static.py, from ptxas and SASS); correct, race-free,
+fast (the GPU; grader.py); bandwidth, bitwise (the GPU; measures.py: % of the copy bandwidth, the same bits run
 after run). A Check's `shape` and `threshold` parametrize the kinds that need one (measures.py).
 A rules part (Part(rules="file.toml")) is a table of rules the student writes, not a kernel:
 rules-sane (no GPU) and rules-speed (the GPU) grade it (rules.py says how, and what parts.py declares). GRADE_TIMING_SIZE overrides
@@ -93,7 +93,7 @@ class Region:
     id: str
     part: str
     stub: str = ""            # code kept in place of the region (indented like the marker); "" = none
-    hint: str = ""            # one more TODO line: where the chapter explains it
+    hint: str = ""            # one more TODO line: what to look at (a count, a SASS line, a model), never where to copy from
 
 
 @dataclass(frozen=True)
