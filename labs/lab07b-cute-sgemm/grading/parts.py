@@ -138,8 +138,9 @@ REGIONS = [
                 "still read the buffer that the next iteration's copy overwrites?"),
     Region("c5-perm-formula", "c5"),
     Region("c5-swizzle", "c5",
-           stub="using SwizzleA = Swizzle<0, 2, 3>;   // placeholder: no swizzle; put c4's answer here (c5 is "
-                "right without it, only slower)"),
+           stub="using SwizzleA = Swizzle<0, 2, 3>;    // placeholder: no swizzle; put c4's answer here (c5 is "
+                "right without it, only slower)\n"
+                "using SwizzleAM = Swizzle<0, 2, 3>;   // placeholder (A_MMAJOR = 1 only): the m-major tile's swizzle"),
     Region("c5-perm", "c5",
            stub="using PermN = TileN;   // placeholder: no permutation: c4's partition, columns 16 apart\n"
                 "using PermM = TileM;   // placeholder (A_MMAJOR = 1 only: M permuted as N is)",

@@ -18,9 +18,9 @@
 // of a row share their word, a broadcast, which is free).
 //
 // Swizzle<B, M, S> acts on the element offset o: it takes the B bits of o starting at bit M + S, shifts
-// them right by S and XORs them into the bits starting at bit M. With sA's offset o = 32 m + k
-// (k in bits 0-4, m from bit 5; the stage in bits 12 and up is untouched):
+// them right by S and XORs them into the bits starting at bit M.
 // BEGIN SOLUTION c4-swizzle-why: which B, M and S, and why (the spec below says what they must do)
+// With sA's offset o = 32 m + k (k in bits 0-4, m from bit 5; the stage in bits 12 and up is untouched):
 //     B = 1  one bit is moved: bit 5, the lowest bit of m (odd rows against even rows)
 //     S = 3  it goes 3 bits down, to bit 2: the bit that picks a 16-byte chunk's half of an 8-float
 //            group; so (m, k) lives at 32 m + (k ^ 4 (m & 1)): odd rows swap neighbouring chunks

@@ -28,7 +28,7 @@
 // off by default (tuning.py; the README's "Tuning" has what they did on the H200):
 //   GROUP       block rasterization (cute_sgemm::raster): GROUP block rows walked together
 //   MIN_BLOCKS  the second __launch_bounds__ argument: 2 asks ptxas for at most 128 registers
-//   A_MMAJOR    1: sA m-major, (BM, BK) : (1, BM) under Swizzle<3, 2, log2(BM) - 2>, filled by 4-byte
+//   A_MMAJOR    1: sA m-major, (BM, BK) : (1, BM) under an XOR swizzle (SwizzleAM), filled by 4-byte
 //               cp.async (a 16-byte copy cannot transpose) and read as LDS.128 along m after the MMA
 //               permutes M as it permutes N: lab 7's v8 layout, fewer live A registers per thread
 //   FMA_ORDER   the order of a k-block's FFMA (cute_sgemm::outer_product)
@@ -127,16 +127,16 @@ using Stages = Int<STAGES>;
 //                                          (c4's header explains it)
 //   sB (BN, BK, STAGES) : (1, BN, BN BK)  n contiguous, as B lies in global memory
 //   A_MMAJOR = 1, a tuning knob past the worklog: sA (BM, BK, STAGES) : (1, BM, BM BK), m contiguous, under
-//   Swizzle<3, 2, log2(BM) - 2>: k's low 3 bits (offset bits log2(BM)..) XOR the 16-byte chunk index
-//   (bits 2-4), lab 7's v8 layout. A 16-byte copy cannot transpose, so A then travels by 4-byte cp.async
+//   SwizzleAM: k's low bits XOR the 16-byte chunk index along m, lab 7's v8 layout. A 16-byte copy cannot transpose, so A then travels by 4-byte cp.async
 //   (a warp: 32 consecutive k of one row), and the MMA permutes M as it permutes N: a thread's A values
 //   at one k are two float4 along m, its register pressure that of v8 (8 + 16 operands per k).
-// BEGIN SOLUTION c5-swizzle: c4's SwizzleA (c5 grades the permutation; the swizzle is c4's exercise)
+// BEGIN SOLUTION c5-swizzle: c4's SwizzleA, and SwizzleAM of the A_MMAJOR = 1 build (c4's exercise, not c5's)
 using SwizzleA = Swizzle<1, 2, log2i(BK) - 2>;
+using SwizzleAM = Swizzle<3, 2, log2i(BM) - 2>;
 // END SOLUTION c5-swizzle
 using SmemLayoutAK = decltype(composition(SwizzleA{},
     make_layout(make_shape(TileM{}, TileK{}, Stages{}), make_stride(TileK{}, _1{}, Int<BM * BK>{}))));
-using SmemLayoutAM = decltype(composition(Swizzle<3, 2, log2i(BM) - 2>{},
+using SmemLayoutAM = decltype(composition(SwizzleAM{},
     make_layout(make_shape(TileM{}, TileK{}, Stages{}), make_stride(_1{}, TileM{}, Int<BM * BK>{}))));
 using SmemLayoutAP = decltype(make_layout(make_shape(TileM{}, TileK{}, Stages{}),     // A_PACKED = 1: sB's layout
                                           make_stride(_1{}, TileM{}, Int<BM * BK>{})));

@@ -79,7 +79,7 @@ def _code_lines(text):
     return out
 
 
-ANSWERS = ["Swizzle<1, 2, log2i(BK) - 2>", "Swizzle<1,2,3>", "Swizzle<1, 2, 3>", "log2(BK) - 2", "Stride<_4, _1, Int<4 * THR_N>>",
+ANSWERS = ["Swizzle<1, 2, log2i(BK) - 2>", "Swizzle<3, 2, log2i(BM) - 2>", "log2(BM) - 2", "Swizzle<1,2,3>", "Swizzle<1, 2, 3>", "log2(BK) - 2", "Stride<_4, _1, Int<4 * THR_N>>",
            "(4, 1, 4 THR_N)", "(16,4,2):(4,1,64)", "cp_async_wait<STAGES - 2>"]
 
 
