@@ -1,6 +1,8 @@
 """Building kernels: nvcc to a cubin per (source, architecture), `-Xptxas -v` parsed per kernel.
 
-    ALL_ARCHS                      the architectures the course supports
+    ALL_ARCHS                      the architectures the course supports (sm_75, Turing, only for the
+                                   rows that say they run there: Kernel.min_arch)
+    arch_number("sm_90a")          -> 90, for comparing architectures
     resolve_archs(arch)            'sm_86' / 'all' / None (the GPU's own, else all) -> list
     compile_cubin(src, out, arch, defines, flags, include_dirs) -> {kernel: resources}; rebuilds
                                    only when stale: the source, a header it includes ("..."), the
@@ -20,7 +22,8 @@ from pathlib import Path
 from . import writes
 from .errors import CourseError
 
-ALL_ARCHS = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_120"]
+ALL_ARCHS = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_120"]
+OLDEST_ARCH = ALL_ARCHS[0]
 NVCC_FLAGS = ["-cubin", "-O3", "-std=c++17", "-lineinfo", "-Xptxas", "-v"]
 
 
@@ -33,8 +36,14 @@ def find_nvcc():
     return nvcc
 
 
+def arch_number(arch):
+    """'sm_75' -> 75, 'sm_90a' -> 90."""
+    return int(re.sub(r"\D", "", arch))
+
+
 def resolve_archs(arch=None):
-    """ARCH=sm_XY builds for one, ARCH=all for all five; no ARCH: the GPU's own, or all without a GPU."""
+    """ARCH=sm_XY builds for one, ARCH=all for all six; no ARCH: the GPU's own, or all without a GPU.
+    A kernel whose row says it cannot run on an architecture is left out of that one's build."""
     from .device import detect_arch
     if arch in (None, ""):
         found = detect_arch()
@@ -45,9 +54,9 @@ def resolve_archs(arch=None):
     for a in archs:
         if not re.fullmatch(r"sm_\d{2,3}a?", a):
             raise CourseError(f"ARCH={a!r} is not an architecture name", hint="use e.g. ARCH=sm_86, or ARCH=all")
-        if int(re.sub(r"\D", "", a)) < 80:
-            raise CourseError(f"{a} is older than sm_80; the lab's kernels need Ampere or newer",
-                              hint="use ARCH=sm_80, sm_86, sm_89, sm_90 or sm_120")
+        if arch_number(a) < arch_number(OLDEST_ARCH):
+            raise CourseError(f"{a} is older than {OLDEST_ARCH}; the course's kernels need Turing (sm_75) or newer",
+                              hint=f"use ARCH={', '.join(ALL_ARCHS)}")
     return archs
 
 
@@ -109,11 +118,29 @@ def included_headers(src, include_dirs=()):
 def _stamp(src, arch, defines, flags, include_dirs):
     files = [Path(src), *included_headers(src, include_dirs)]
     return {"sources": {str(f): os.path.getmtime(f) for f in files}, "arch": arch, "defines": defines,
-            "flags": NVCC_FLAGS + list(flags), "include_dirs": [str(d) for d in include_dirs]}
+            "flags": NVCC_FLAGS + list(flags), "include_dirs": [str(d) for d in include_dirs],
+            **({"with_ptx": True} if embeds_ptx(arch) else {})}
+
+
+def embeds_ptx(arch):
+    """True when `arch`'s builds carry their PTX beside the SASS (COURSE_EMBED_PTX=sm_75, a comma list):
+    a newer GPU, which cannot run sm_75's SASS, then runs sm_75's code path through the driver's JIT
+    compiler. How the course tests a T4's code on an H200; the SASS and ptxas report stay sm_75's."""
+    return arch in os.environ.get("COURSE_EMBED_PTX", "").split(",")
+
+
+def _nvcc_flags(arch):
+    """The course's flags and the architecture's: a cubin, or a fatbin with the PTX too (embeds_ptx)."""
+    if embeds_ptx(arch):
+        virtual = arch.replace("sm_", "compute_")
+        return ["-fatbin", *NVCC_FLAGS[1:], f"-gencode=arch={virtual},code=[{arch},{virtual}]"]
+    return [*NVCC_FLAGS, f"-arch={arch}"]
 
 
 def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_dirs=()):
     """Compile `src` to `out` (a .cubin) for `arch`; the ptxas report is kept beside it as .json.
+    (With embeds_ptx(arch), `out` is a fatbin holding the cubin and the PTX; the driver and cuobjdump
+    read either kind.)
 
     Skips the compile when the cubin was built from the same source and headers (their mtimes), with
     the same defines, flags and include directories. Returns the parsed ptxas resources per kernel.
@@ -135,7 +162,7 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
     # cubin at once (pytest -n 2) each leave a whole one, never a torn one
     part = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.part")
     writes.note_temporary(part)
-    cmd = [find_nvcc(), *NVCC_FLAGS, *flags, f"-arch={arch}", *[f"-I{d}" for d in include_dirs],
+    cmd = [find_nvcc(), *_nvcc_flags(arch), *flags, *[f"-I{d}" for d in include_dirs],
            *[f"-D{k}={v}" for k, v in defines.items()], "-o", str(part), str(src)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     log = proc.stdout + proc.stderr

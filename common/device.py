@@ -13,18 +13,23 @@ import subprocess
 
 from .errors import CourseError
 
-MIN_CC = (8, 0)   # cp.async, ldmatrix and mma.m16n8k16 need Ampere or newer
+MIN_CC = (7, 5)   # Turing: WMMA on FP16 tensor cores. cp.async, mma.m16n8k16, BF16 and TF32 need sm_80:
+                  # a row that needs them says so (Kernel.min_arch) and is skipped on sm_75
 
 # Per SM per clock. fp32: 2 FLOP per FFMA lane (64 lanes on sm_80, 128 after).
 # Tensor: dense FP16 inputs with FP32 accumulation. GeForce parts of sm_86/89/120 run FP32
 # accumulation at half the rate of the pro/datacenter parts of the same chip (a product
 # decision, GA102/AD102 whitepapers). sm_90's 4096 is the wgmma rate; mma.sync and WMMA reach
 # about 65 % of it on Hopper. sm_120 pro parts: the full rate is assumed, not verified.
-# BF16 runs at the FP16 rate on every one of these chips. TF32 runs at half the FP16-with-FP32-
+# sm_75 (Turing, the T4: 40 SMs at 1590 MHz, 8.1 TFLOP/s FP32 and 65 TFLOP/s FP16 with FP32
+# accumulation in the T4 datasheet): 64 FP32 lanes and 8 tensor cores of 64 FP16 FMA per clock per SM;
+# GeForce Turing (RTX 20xx) accumulates FP32 at half rate (Turing whitepaper). Turing has no BF16 or TF32.
+# BF16 runs at the FP16 rate on every one of these chips from sm_80 on. TF32 runs at half the FP16-with-FP32-
 # accumulation rate of the same part: A100 156 of 312 TFLOP/s (A100 datasheet), H100/H200 SXM 495 of
 # 989 (H100 datasheet, dense), RTX 3090 35.6 of 71 (GA102 whitepaper, FP32 accumulate), RTX 4090 82.6
 # of 165 (Ada whitepaper), RTX 5090 104.8 of 209.5 (Blackwell RTX whitepaper).
 ARCH_PEAKS = {
+    "sm_75":  {"fp32": 128, "tensor": 1024, "tensor_geforce": 512, "bf16_tf32": False},
     "sm_80":  {"fp32": 128, "tensor": 2048, "tensor_geforce": None},
     "sm_86":  {"fp32": 256, "tensor": 1024, "tensor_geforce": 512},
     "sm_89":  {"fp32": 256, "tensor": 1024, "tensor_geforce": 512},
@@ -62,9 +67,9 @@ def init_gpu():
     dev = cuda.Device(0)
     cc = dev.compute_capability()
     if cc < MIN_CC:
-        raise CourseError(f"{dev.name()} is sm_{cc[0]}{cc[1]}; the lab's kernels need sm_80 or newer "
-                          "(cp.async, ldmatrix, mma.m16n8k16)",
-                          hint="use an Ampere, Ada, Hopper or Blackwell GPU")
+        raise CourseError(f"{dev.name()} is sm_{cc[0]}{cc[1]}; the course's kernels need sm_75 or newer "
+                          "(FP16 tensor cores; most labs need sm_80)",
+                          hint="use a Turing, Ampere, Ada, Hopper or Blackwell GPU (Colab's free T4 is Turing)")
     import pycuda.autoprimaryctx  # noqa: F401  (retains and pushes the primary context)
     return dev
 
@@ -156,6 +161,8 @@ def peak_tflops(facts):
     if facts["arch"] == "sm_90":
         note = "wgmma rate; mma.sync/WMMA top out near 65 % of it on Hopper"
     scale = facts["sms"] * facts["sm_clock_max_mhz"] * 1e6 / 1e12
-    return {"fp32": rates["fp32"] * scale, "fp16_tensor": tensor * scale, "bf16_tensor": tensor * scale,
-            "tf32_tensor": tensor / 2 * scale, "note": note}
+    newer = rates.get("bf16_tf32", True)     # no BF16 or TF32 tensor cores before sm_80
+    return {"fp32": rates["fp32"] * scale, "fp16_tensor": tensor * scale,
+            "bf16_tensor": tensor * scale if newer else None,
+            "tf32_tensor": tensor / 2 * scale if newer else None, "note": note}
 

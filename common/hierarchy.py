@@ -33,6 +33,11 @@ _COMMON = dict(max_threads_per_block=1024, registers_per_sm=65536, registers_per
                max_registers_per_thread=255, register_granularity=256, subpartitions=4,
                smem_granularity=128, smem_reserved_per_block=1 * KB, smem_per_block_default=48 * KB)
 ARCHS = {
+    # sm_75 (Turing): 1024 threads and 16 blocks per SM, shared memory allocated in 256-byte steps with no
+    # per-block reserve, carveouts of 32 or 64 KB, a block may opt in to all 64 KB (the T4's device query)
+    "sm_75": dict(_COMMON, max_threads_per_sm=1024, max_blocks_per_sm=16, smem_per_sm=64 * KB,
+                  smem_granularity=256, smem_reserved_per_block=0,
+                  smem_per_block_optin=64 * KB, carveouts_kb=(32, 64)),
     "sm_80": dict(_COMMON, max_threads_per_sm=2048, max_blocks_per_sm=32, smem_per_sm=164 * KB,
                   smem_per_block_optin=166912, carveouts_kb=(0, 8, 16, 32, 64, 100, 132, 164)),
     "sm_86": dict(_COMMON, max_threads_per_sm=1536, max_blocks_per_sm=16, smem_per_sm=100 * KB,

@@ -13,6 +13,9 @@
     kernel.variant_for(M, N, K)    which entry point serves a shape (e.g. 'vec' or 'scalar')
     kernel.cases(shapes)           -> [(variant, (M, N, K))]: every variant on every shape it serves
     kernel.refusal(M, N, K)        None, or the rule a shape breaks (in words)
+    kernel.unsupported(arch)       None, or why it cannot run on arch (Kernel.archs, .min_arch, .needs)
+    kernel.arch_note(arch)         what it loses on arch though it runs ('cp.async falls back ...'), or ''
+    skipped_on(kernels, archs)     one line per reason some rows cannot run on some of archs
     kernel.launch(func, M, N, K, a, b, c, alpha=1, beta=0)   one launch on the default stream
     load_function(cubin, entry, shared_bytes, signature)     PyCUDA function from a cubin (cached)
     sibling(func, entry, shared_bytes, signature)            another entry point of func's cubin (a
@@ -66,6 +69,12 @@ class Kernel:
     input_roundoff: object = None   # TF32 kernels: precision.TF32_ROUNDED or TF32_TRUNCATED, or a
                                     # function of the tiling (a parameter switches the rounding)
     archs: tuple = ()               # architectures it is built for; () = every one the course supports
+                                    # from min_arch on
+    min_arch: str = "sm_80"         # the oldest it runs on: Turing (sm_75) only where the row says so
+    needs: str = ""                 # why not older, in words ("cp.async and mma.m16n8k16"): shown where
+                                    # a build, a bench or a grade skips the kernel
+    arch_notes: dict = field(default_factory=dict)  # arch -> what the kernel loses there though it runs
+                                    # ("cp.async falls back to ordinary loads"): bench and build tables
     nvcc_flags: tuple = ()          # more nvcc flags (e.g. -DCUTE_...); include dirs below
     include_dirs: tuple = ()        # paths, or callables returning one (found at build time)
     launch_hook: Optional[Callable] = None
@@ -190,7 +199,22 @@ class Kernel:
         return [(v, tuple(s)) for v in self.variants for s in shapes if self.serves(v, *s)]
 
     def builds_for(self, arch):
-        return not self.archs or arch in self.archs
+        return self.unsupported(arch) is None
+
+    def unsupported(self, arch):
+        """None when the row runs on `arch` (sm_90 for a row built for sm_90a), else why not, in words."""
+        from .build import arch_number
+        if self.archs:
+            if arch in self.archs or arch + "a" in self.archs:
+                return None
+            return f"{self.name} runs only on {', '.join(self.archs)}" + (f": {self.needs}" if self.needs else "")
+        if arch_number(arch) < arch_number(self.min_arch):
+            return f"{self.name} needs {self.min_arch} or newer: {self.needs or 'it is not written for older GPUs'}"
+        return None
+
+    def arch_note(self, arch):
+        """What the kernel loses on `arch` though it runs there ('' when nothing)."""
+        return self.arch_notes.get(arch, "")
 
     # --- launching -----------------------------------------------------------------------------
     @property
@@ -226,6 +250,20 @@ class Kernel:
             values["A"], values["B"], values["C"] = a, b, c
             call(grid, block, stream, *[values[x] for x in names], shared_size=shared)
         return run
+
+
+def skipped_on(kernels, archs):
+    """One line per reason the rows cannot run on some of `archs` (Kernel.unsupported), rows sharing
+    a reason on one line: 'sm_75: v8, t4 need sm_80 or newer: cp.async stages'. [] when all run."""
+    groups = {}
+    for k in kernels:
+        missing = [a for a in archs if k.unsupported(a)]
+        if missing:
+            why = k.unsupported(missing[0])[len(k.name) + 1:]
+            groups.setdefault((", ".join(missing), why), []).append(k.name)
+    plural = lambda why: why.replace("needs ", "need ", 1).replace("runs only", "run only", 1)   # noqa: E731
+    return [f"{where}: {', '.join(names)} {plural(why) if len(names) > 1 else why}"
+            for (where, why), names in groups.items()]
 
 
 @functools.lru_cache(maxsize=None)

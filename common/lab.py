@@ -17,6 +17,7 @@
 The table module. A lab's `lab.py` is plain data, loaded as `<package>.lab` of a package made for the
 folder (so its own modules import each other with `from . import x`, and two labs never collide):
     TITLE           "Lab 7, Matmul II: register blocking, warp tiling, tensor cores"
+    NEEDS           why the lab's rows need their min_arch, for rows that do not say it themselves
     LADDERS         {"fp32": [Kernel, ...], "fp16": [...]}: every row of the lab, in ladder order
     and optionally BENCH_SIZES, SELFCHECK_SHAPES, SANITIZE_SHAPES, NCU_TABLES, TUNING, EXTRA_BASELINES,
     BANK_ACCESSES, COMPARISONS, INNER_LOOPS, ... (each target's docstring names what it reads).
@@ -84,7 +85,8 @@ class Lab:
         """A row of this lab's table with its source's full path (rows from another lab keep theirs)."""
         if k.path:
             return k
-        return replace(k, path=str(self.kernels_dir / k.source), lab=self.name)
+        return replace(k, path=str(self.kernels_dir / k.source), lab=self.name,
+                       needs=k.needs or self.option("NEEDS", ""))
 
     def module(self, name):
         """One of the lab's own Python modules (probe.py, grading/parts.py, ...), imported."""
@@ -117,11 +119,9 @@ class Lab:
     # --- building ------------------------------------------------------------------------------
     @staticmethod
     def build_arch(k, arch):
-        if not k.archs or arch in k.archs:
-            return arch
-        if arch + "a" in k.archs:
-            return arch + "a"
-        return None
+        if k.unsupported(arch):
+            return None
+        return arch if not k.archs or arch in k.archs else arch + "a"
 
     @staticmethod
     def _include_dirs(k):
@@ -155,7 +155,7 @@ class Lab:
         k = self.kernel(k)
         ba = self.build_arch(k, arch)
         if ba is None:
-            raise CourseError(f"{k.name} is not built for {arch}: it runs only on {', '.join(k.archs)}",
+            raise CourseError(f"{k.name} is not built for {arch}: {k.unsupported(arch)}",
                               hint="its lab's README says which GPUs it needs")
         return k.cubin(k.build_dir, ba)
 
@@ -174,7 +174,7 @@ class Lab:
         gpu = self.gpu_arch()
         arch = self.build_arch(k, gpu)
         if arch is None:
-            raise CourseError(f"{k.name} runs only on {', '.join(k.archs)}, and this GPU is {gpu}",
+            raise CourseError(f"{k.unsupported(gpu)}, and this GPU is {gpu}",
                               hint="its lab's README says which GPUs it needs; the other labs run here")
         check_shared_memory(k)
         func = load_function(str(self.cubin(k, arch)), k.entries[variant], k.shared_bytes, k.signature)

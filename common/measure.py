@@ -31,7 +31,8 @@ BASELINE = "cuBLAS"
 
 
 def gpu_needed(lab=None):
-    """The GPUs a lab's own kernels run on, in words: 'an NVIDIA GPU of sm_80 or newer', or 'an NVIDIA
+    """The GPUs a lab's own kernels run on, in words: 'an NVIDIA GPU of sm_80 or newer' (of sm_75 where rows
+    run on Turing, naming those that need sm_80), or 'an NVIDIA
     Hopper GPU (sm_90)' for a lab whose every row is built for sm_90a only."""
     rows = lab.own() if lab is not None else []
     if rows and all(k.archs for k in rows):
@@ -40,7 +41,13 @@ def gpu_needed(lab=None):
         if lowest.endswith("a"):          # sm_90a: that architecture's GPUs only
             return f"an NVIDIA {'Hopper ' if number == '90' else ''}GPU (sm_{number})"
         return f"an NVIDIA GPU of sm_{number} or newer"
-    return "an NVIDIA GPU of sm_80 or newer"
+    from .build import arch_number
+    lowest = min((k.min_arch for k in rows), key=arch_number, default="sm_80")
+    newer = {}
+    for k in rows:
+        if k.archs or k.min_arch != lowest:
+            newer.setdefault(k.archs[0] if k.archs else k.min_arch, []).append(k.name)
+    return f"an NVIDIA GPU of {lowest} or newer" + "".join(f" ({', '.join(n)}: {a})" for a, n in newer.items())
 
 
 def walkthrough_notebook(lab):

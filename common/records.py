@@ -148,6 +148,7 @@ def ladder_table(record, ladder, lab=None):
         row["spread"] = max(spreads) if None not in spreads else None
         oks = [o for o in (_value(record, ladder, k, n, "check_ok") for n in ns) if o is not None]
         row["ok"] = "-" if not oks else ("PASS" if all(oks) else "FAIL")    # a row timed at some sizes only
+        row["note"] = _value(record, ladder, k, ns[-1], "note") or ""     # what it loses on this GPU
         rows.append(row)
     cols = [("kernel", "kernel", "")]
     for n in ns:
@@ -156,6 +157,8 @@ def ladder_table(record, ladder, lab=None):
     if any(r["spread"] is not None for r in rows):
         cols += [("spread", "spread %", ".1f")]          # (p90 - p10) / median of the timed runs
     cols += [("ok", "check", "")]
+    if any(r["note"] for r in rows):
+        cols += [("note", "note (this GPU)", "")]
     info = ladder_info(record, ladder, lab)
     peaks = record.get("gpu", {}).get("peaks") or {}
     peak = info["peak_tflops"]

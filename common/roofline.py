@@ -29,7 +29,7 @@ from .records import newest_record  # noqa: F401  (part of this module's interfa
 BANDWIDTH_GBS = {
     "H200": 4800, "H100 SXM": 3350, "H100 PCIe": 2000, "H100": 3350,
     "A100-SXM4-80GB": 2039, "A100-SXM4-40GB": 1555, "A100 80GB PCIe": 1935, "A100": 1555,
-    "RTX 3090": 936, "RTX 4090": 1008, "RTX 5090": 1792, "L40S": 864, "A40": 696,
+    "RTX 3090": 936, "RTX 4090": 1008, "RTX 5090": 1792, "L40S": 864, "A40": 696, "Tesla T4": 320,
 }
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from . import build as nvbuild
 from . import register_banks, report, sass as sassmod
 from .errors import CourseError
+from .kernels import skipped_on
 from .measure import (BASELINE, Measurer, as_tuning, ladder_info, merge_tuned, needs_gpu, read_json, shape_class,
                       slug, tune_candidates, tuned_builds, tuned_kernel, tuned_path)
 
@@ -54,7 +55,8 @@ def build_rows(lab, archs, kernels=None):
                                       hint="the kernel table (lab.py) and the .cu file disagree")
                 spilled = r["spill_stores"] + r["spill_loads"] > 0 or r["stack"] > 0
                 rows.append({"kernel": k.label(v), "entry": entry, "arch": ba, **r,
-                             "dynamic_smem": k.shared_bytes, "flag": "SPILLS!" if spilled else ""})
+                             "dynamic_smem": k.shared_bytes, "flag": "SPILLS!" if spilled else "",
+                             "note": k.arch_note(a)})
     return rows
 
 
@@ -73,8 +75,10 @@ def build(lab, args):
     cols = [("kernel", "kernel", ""), ("arch", "arch", ""), ("registers", "regs", "d"),
             ("spill_stores", "spill st B", "d"), ("spill_loads", "spill ld B", "d"),
             ("smem", "static smem B", "d"), ("dynamic_smem", "dynamic smem B", "d"), ("stack", "stack B", "d"),
-            ("flag", "", "")]
+            ("flag", "", "")] + ([("note", "note", "")] if any(r["note"] for r in rows) else [])
     print(report.table(rows, cols, title=f"{lab.title}: registers, spills, shared memory (-Xptxas -v)"))
+    for line in skipped_on(kernels, archs):
+        print(f"not built for {line}")
     path = report.write_json(lab.reports_dir / "build.json", {"archs": archs, "kernels": rows})
     print(f"full data: {_shown(lab, path)}")
     spills = [f"{r['entry']} ({r['arch']})" for r in rows if r["flag"]]
@@ -207,7 +211,7 @@ def bench(lab, args, kernels_by_ladder=None, sizes=None, stem=None, out_dir=None
         keep = []
         for k in ks:
             if lab.build_arch(k, arch) is None:
-                print(f"skipping {k.name}: it runs only on {', '.join(k.archs)}, this GPU is {arch}")
+                print(f"skipping {k.name} on this GPU ({arch}): {k.unsupported(arch)[len(k.name) + 1:]}")
             else:
                 keep.append(k)
         runnable[ladder] = keep
@@ -228,6 +232,10 @@ def bench(lab, args, kernels_by_ladder=None, sizes=None, stem=None, out_dir=None
                 step[0] += 1
                 report.progress(step[0], steps, f"{ladder} {n}^3: {name}")
             rows = m.rows(ladder, rows_k, n, extra.get(ladder, []), progress)
+            notes = {k.name: k.arch_note(arch) for k in rows_k if k.arch_note(arch)}
+            for r in rows:
+                if notes:       # what a kernel loses on this GPU though it runs (the table's note column)
+                    r["note"] = notes.get(r["kernel"], "")
             for r in rows:
                 if best is not None and r["kernel"] == best.name:
                     r["kernel"], r["tuned"] = f"{best.base_name} (tuned)", best.name

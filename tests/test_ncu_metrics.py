@@ -36,7 +36,10 @@ SUFFIXES = {
     "Throughput": re.compile(r"\.(avg|min|max)\.pct_of_peak_sustained_(active|elapsed)"),
 }
 
-REQUESTS = [(arch, which, metric) for arch in ALL_ARCHS
+# sm_75 (Turing, tu104) has no metric table: its metric names were never checked against ncu's list
+# (fixtures/ncu-2025.3.1 has five chips), so `make ncu-table` on a T4 says so instead of guessing.
+NCU_ARCHS = [a for a in ALL_ARCHS if a != "sm_75"]
+REQUESTS = [(arch, which, metric) for arch in NCU_ARCHS
             for which, metrics in (("fp32", nm.fp32_metrics(arch)), ("tensor", nm.tensor_metrics(arch)))
             for metric in metrics]
 
@@ -54,11 +57,13 @@ def test_every_requested_metric_exists_on_its_chip(arch, which, metric):
 
 
 def test_every_chip_of_the_course_has_a_metric_table():
-    assert set(nm.CHIPS) == set(ALL_ARCHS)
+    assert set(nm.CHIPS) == set(NCU_ARCHS)
+    with pytest.raises(CourseError, match="no ncu metric table for sm_75"):
+        nm.chip_for("sm_75")
     assert set(nm.CHIPS.values()) == set(CHIP_COLUMNS)
 
 
-@pytest.mark.parametrize("arch", ALL_ARCHS)
+@pytest.mark.parametrize("arch", NCU_ARCHS)
 def test_stall_reasons_are_exactly_those_the_chip_has(arch):
     """Every reason ncu has on the chip is collected (so the top three are really the top three),
     except mio_throttle_pipe_mio, a part of mio_throttle."""

@@ -4,6 +4,7 @@
     grade_many(g, jobs, env) -> [Report]       several workspaces or kernels in one GPU session
     workspace_job(g, workspace, parts=None, name=None) -> Job: a workspace's .cu files and answers.toml
     environment(g, gpu=None, arch=None, seed=None) -> Env: is there a GPU, which arch, which seed
+    sass_arch(row, arch)   the architecture the static checks read (a newer one where the row loses its idea)
     Report.result(part, check), .score, .graded_max, .pending, .text(), .to_json(), .lost_lines()
 
 A check ends in one of four states: pass (its points), fail (none, and a reason), needs-gpu
@@ -228,6 +229,16 @@ def workspace_job(g, workspace, parts=None, name=None):
                parts, workspace / "answers.toml")
 
 
+def sass_arch(row, arch):
+    """The architecture whose SASS the static checks read: `arch`, unless the row loses its idea there
+    (Kernel.arch_notes), then the oldest newer one that keeps it (sm_75's t3: sm_80, for its cp.async)."""
+    if not row.arch_note(arch):
+        return arch
+    from common.build import ALL_ARCHS, arch_number
+    return next((a for a in ALL_ARCHS if arch_number(a) > arch_number(arch) and row.builds_for(a)
+                 and not row.arch_note(a)), arch)
+
+
 def build_dir_for(g, source):
     """The grader's own build folder for a source file: one per folder, never the lab's build/<arch>."""
     import hashlib
@@ -263,13 +274,19 @@ def grade_many(g, jobs, env, progress=True):
                                            build_dir_for(g, src))
                    for ji, name, src in tasks}
         compiled = {key: f.result() for key, f in futures.items()}
-    # 2. SASS
+    # 2. SASS. A part whose kernel loses its idea on this architecture (Kernel.arch_notes: t3 has no
+    # cp.async on sm_75) is read in the SASS of the oldest newer one that keeps it; it runs on this one.
     facts, sass_error = {}, ""
     for key, c in compiled.items():
         if not c.ok:
             continue
         try:
-            facts[key] = static.sass_facts(c)
+            shown = sass_arch(c.row, env.arch)
+            if shown != env.arch:
+                _say(progress, f"{key[1]}: SASS read for {shown} ({c.row.arch_note(env.arch)})")
+                c = static.compile_student(lab, g.part(key[1]), c.source, shown, build_dir_for(g, c.source))
+            facts[key] = static.sass_facts(c) if c.ok else None
+            sass_error = sass_error or c.error
         except CourseError as e:
             sass_error = e.message
     # 3. the GPU

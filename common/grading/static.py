@@ -94,7 +94,7 @@ def compile_student(lab, part, source, arch, build_dir):
     row = student_row(lab, part, source)
     build_arch = lab.build_arch(row, arch)
     if build_arch is None:
-        return Compiled(part.name, source, row, error=f"{row.name} runs only on {', '.join(row.archs)}, not {arch}")
+        return Compiled(part.name, source, row, error=f"{row.unsupported(arch)}, not {arch}")
     cubin = row.cubin(build_dir, build_arch)
     includes = [*lab._include_dirs(row), lab.kernels_dir]
     try:

@@ -32,61 +32,70 @@ def _vec8_b(M, N, K):     # 8 halves: every row of B starts 16-byte aligned
     return "vec" if N % 8 == 0 else "scalar"
 
 
+# The chapter's rungs (v3-v7, t1-t3) run on Turing too (sm_75: Colab's T4): WMMA's m16n16k16 is four
+# Turing mma.m16n8k8. v8, t4 and the CUTLASS yardstick need sm_80 (their rows say why).
+TURING = "sm_75"
+T3_ON_TURING = "no cp.async on sm_75: ordinary loads, no copy in flight while a tile computes"
+
 K_MULTIPLE_OF_8 = (lambda M, N, K: K % 8 == 0, "K to be a multiple of 8 (rows of A are copied as 16-byte chunks of 8 halves)")
 N_MULTIPLE_OF_8 = (lambda M, N, K: N % 8 == 0, "N to be a multiple of 8 (rows of B are copied as 16-byte chunks of 8 halves)")
 
 FP32 = [
     Kernel("v3", "v3_tiled.cu", {"": "sgemm_v3_tiled"}, "fp32",
            title="shared-memory tiles, T = 16",
-           claim="the baseline: one FMA per two shared loads",
+           claim="the baseline: one FMA per two shared loads", min_arch=TURING,
            model={"smem_loads_per_ffma": 2.0}),
     Kernel("v4", "v4_1d_blocktiling.cu", {"": "sgemm_v4_1d_blocktiling"}, "fp32",
            title="1D register blocking, TM = 8",
-           claim="9 shared loads per 8 FMAs; Boehm measured 36 % of cuBLAS",
+           claim="9 shared loads per 8 FMAs; Boehm measured 36 % of cuBLAS", min_arch=TURING,
            model={"smem_loads_per_ffma": 9 / 8}),
     Kernel("v5", "v5_2d_blocktiling.cu", {"": "sgemm_v5_2d_blocktiling"}, "fp32",
            title="2D register blocking, 8x8 per thread",
-           claim="16 shared loads per 64 FMAs; ~100 registers, 2 blocks per SM",
+           claim="16 shared loads per 64 FMAs; ~100 registers, 2 blocks per SM", min_arch=TURING,
            model={"smem_loads_per_ffma": 16 / 64}),
     Kernel("v6", "v6_vectorized.cu", {"vec": "sgemm_v6_vec", "scalar": "sgemm_v6_scalar"}, "fp32", choose=_vec4,
            title="float4 loads, transposed A tile, LDS.128",
-           claim="4 LDS.128 per 64 FMAs; 16-byte global loads when K and N are multiples of 4",
+           claim="4 LDS.128 per 64 FMAs; 16-byte global loads when K and N are multiples of 4", min_arch=TURING,
            model={"smem_loads_per_ffma": 4 / 64}),
     Kernel("v7", "v7_warptiling.cu", {"vec": "sgemm_v7_vec", "scalar": "sgemm_v7_scalar"}, "fp32", choose=_vec4,
            title="warp tiling, 64x64 per warp",
-           claim="6 LDS.128 per 128 FMAs; the warp reads the perimeter of a square",
+           claim="6 LDS.128 per 128 FMAs; the warp reads the perimeter of a square", min_arch=TURING,
            model={"smem_loads_per_ffma": 6 / 128}),
     # past the chapter (its section 8): what cuBLAS does that v7 does not
     Kernel("v8", "v8_pipelined.cu", {"vec": "sgemm_v8_vec", "scalar": "sgemm_v8_scalar"}, "fp32", choose=_vec4,
            args=ALPHA_BETA,
            title="v7 + cp.async stages, swizzled tiles, register double buffering, rasterization",
            claim="the steps of section 8 on the CUDA cores: past cuBLAS SGEMM on Hopper",
+           needs="cp.async stages",
            model={"smem_loads_per_ffma": 6 / 128}),
 ]
 
 FP16 = [
     Kernel("t1", "t1_wmma_global.cu", {"": "hgemm_t1_wmma_global"}, "fp16_tensor", rules=(K_MULTIPLE_OF_8,),
            title="WMMA, fragments from global memory",
-           claim="tensor cores fed straight from global: every mma_sync waits for its loads"),
+           claim="tensor cores fed straight from global: every mma_sync waits for its loads", min_arch=TURING),
     Kernel("t2", "t2_wmma_smem.cu", {"vec": "hgemm_t2_smem_vec", "scalar": "hgemm_t2_smem_scalar"}, "fp16_tensor",
            rules=(K_MULTIPLE_OF_8,), choose=_vec8_b,
            title="128x128 tile in shared memory, 8 warps of 64x32",
-           claim="each A fragment used twice, each B fragment four times, from registers"),
+           claim="each A fragment used twice, each B fragment four times, from registers", min_arch=TURING),
     Kernel("t3", "t3_wmma_cp_async.cu", {"vec": "hgemm_t3_cp_async_vec", "scalar": "hgemm_t3_cp_async_scalar"},
            "fp16_tensor", rules=(K_MULTIPLE_OF_8,), choose=_vec8_b,
            title="t2 + cp.async double buffering",
-           claim="the copies of phase t+1 fly while phase t computes"),
+           claim="the copies of phase t+1 fly while phase t computes", min_arch=TURING,
+           arch_notes={TURING: T3_ON_TURING}),
     Kernel("t4", "t4_mma_ldmatrix.cu", {"vec": "hgemm_t4_vec", "scalar": "hgemm_t4_scalar"},
            "fp16_tensor", rules=(K_MULTIPLE_OF_8,), choose=_vec8_b,
            title="mma.sync + ldmatrix by hand, XOR-swizzled tiles, 4 stages, 64x64 warp tiles",
-           claim="section 8 on the tensor cores: no padding, fragments double-buffered, up to the mma.sync ceiling"),
+           claim="section 8 on the tensor cores: no padding, fragments double-buffered, up to the mma.sync ceiling",
+           needs="cp.async stages and mma.sync.m16n8k16"),
     # the yardstick, not a rung: NVIDIA CUTLASS's Ampere GEMM with t4's instruction, from the headers of
     # the nvidia-cutlass wheel (lab 7b's setup installs it; common/headers.py finds it at build time)
     Kernel("cutlass", "cutlass_mma_sync.cu", {"": "hgemm_cutlass"}, "fp16_tensor",
            rules=(K_MULTIPLE_OF_8, N_MULTIPLE_OF_8), include_dirs=(cutlass_include,),
            nvcc_flags=("--expt-relaxed-constexpr",), yardstick=True,
            title="NVIDIA CUTLASS's own Ampere GEMM: mma.sync + ldmatrix, 128x256x32, 3 stages",
-           claim="the yardstick: what NVIDIA's library reaches with t4's instruction on this GPU"),
+           claim="the yardstick: what NVIDIA's library reaches with t4's instruction on this GPU",
+           needs="CUTLASS's Ampere GEMM: cp.async and mma.sync.m16n8k16"),
 ]
 
 LADDERS = {"fp32": FP32, "fp16": FP16}

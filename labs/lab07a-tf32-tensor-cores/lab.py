@@ -17,6 +17,7 @@ from .tuning import candidates, reason_illegal
 
 TITLE = "Lab 7a, TF32 tensor cores: the worklog's seven rungs on mma.sync"
 SHORT = "lab07a"
+NEEDS = "TF32 tensor cores (mma.sync and WMMA on .tf32), cp.async"   # why no row runs on sm_75
 
 
 def _vec4(M, N, K):       # float4 rows: every row of A, B and C starts 16-byte aligned

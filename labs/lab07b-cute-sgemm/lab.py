@@ -19,6 +19,7 @@ from .tuning import candidates, reason_illegal
 
 TITLE = "Lab 7b, CuTe SGEMM: the worklog's five steps, and past cuBLAS"
 SHORT = "lab07b"
+NEEDS = "CuTe's SM80 cp.async copy atoms; the lab is checked on sm_80 and newer only"   # why not sm_75
 
 
 def _vec4(M, N, K):       # 128-bit copies: every row of A, B and C starts 16-byte aligned

@@ -15,6 +15,7 @@ from .launch import SplitK, wgmma_clusters, with_splits
 
 TITLE = "Lab 7d, Decode shapes: GEMV, split-K, a shape sweep and a dispatcher"
 SHORT = "lab07d"
+NEEDS = "cp.async and mma.sync.m16n8k16 in its split-K and tensor paths; checked on sm_80 and newer only"
 
 # ---------------------------------------------------------------------------------------------
 # The kernel table

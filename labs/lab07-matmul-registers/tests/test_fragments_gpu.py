@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from common import fragments as fr
-from common.build import ALL_ARCHS, compile_cubin
+from common.build import ALL_ARCHS, arch_number, compile_cubin
+from common.errors import CourseError
 from common.testing import lab_of, needs_gpu
 
 LAB = lab_of(__file__)
@@ -17,7 +18,15 @@ def probe_cubin(arch):
     return LAB.build_dir / arch / "probe_fragments.cubin"        # where probe.build_probe puts it
 
 
-@pytest.mark.parametrize("arch", ALL_ARCHS)
+PROBE_ARCHS = [a for a in ALL_ARCHS if arch_number(a) >= arch_number(LAB.module("probe").PROBE_MIN_ARCH)]
+
+
+def test_the_probe_says_why_it_does_not_run_on_turing():
+    with pytest.raises(CourseError, match="needs sm_80 or newer"):
+        LAB.module("probe").build_probe("sm_75")
+
+
+@pytest.mark.parametrize("arch", PROBE_ARCHS)
 def test_probe_compiles_for_every_arch_without_warnings(arch):
     res = compile_cubin(PROBE, probe_cubin(arch), arch)
     assert set(res) == set(fr.PROBE_SIZES)

@@ -166,16 +166,29 @@ def test_static_shared_memory_is_the_models(ptxas):
             assert r["smem"] == t.shared_bytes(), f"{k.name}/{v} on {arch}"
 
 
+# (kernel, arch) pairs the register model does not describe, and why. Each must still be off: once the
+# model covers it, the entry goes.
+MODEL_DOES_NOT_DESCRIBE = {
+    ("t1", "sm_75"): "Turing's WMMA is four m16n8k8 per m16n16k16 and t1 loads its fragments from global "
+                     "memory in 16-bit and 32-bit pieces (LDG.U16, LDG): the model counts sm_80's fragments",
+}
+
+
 def test_register_estimate_is_within_the_stated_margin_of_ptxas(ptxas):
     arch, res = ptxas
-    off = []
+    off, known = [], []
     for k in h.modelled(LAB):
         est, _ = h.estimate_registers(tiling(k.name))
         for v, r in _described(k, arch, res).items():
             real = r["registers"]
-            if abs(est - real) > max(MARGIN_REGISTERS, MARGIN_FRACTION * real):
+            if abs(est - real) <= max(MARGIN_REGISTERS, MARGIN_FRACTION * real):
+                continue
+            if (k.name, arch) in MODEL_DOES_NOT_DESCRIBE:
+                known.append(k.name)
+            else:
                 off.append(f"{k.name}/{v}: estimate {est}, ptxas {real}")
     assert not off, f"{arch}: " + "; ".join(off)
+    assert set(known) == {name for name, a in MODEL_DOES_NOT_DESCRIBE if a == arch}, known
 
 
 def test_compare_with_ptxas_reports_both_occupancies(ptxas):

@@ -34,6 +34,8 @@ def test_the_table_names_every_entry_point_of_the_kernels():
     res = build_for_every_arch(LAB)
     for k in LAB.own():
         for arch in ALL_ARCHS:
+            if LAB.build_arch(k, arch) is None:      # sm_75: lab 7d's rows say why (lab.py, NEEDS)
+                continue
             entries = res[(k.name, arch)]
             reduce = getattr(k.launch_hook, "reduce", None)       # skinny_fp16 has none: it reduces itself
             fused = [e for _, e in getattr(k.launch_hook, "fused", ())]   # splitk_v8's one-launch entries
