@@ -119,7 +119,8 @@ def methods(lab, rows):
 
 _SPLIT_SOURCE = r"""
 // x -> big = tf32(x) (ties away), small = tf32(x - big): both with their low 13 bits zero, so that any
-// TF32 GEMM reads them exactly. Inf and NaN ride on big; small is then 0.
+// TF32 GEMM reads them exactly. Inf or NaN x: big = +-1, small = x (common.precision.tf32_split: so that
+// Inf times a TF32 number, whose small part is 0, stays Inf)
 extern "C" __global__ void split_tf32(const float* __restrict__ x, float* __restrict__ big,
                                       float* __restrict__ small, unsigned long long n)
 {
@@ -130,9 +131,10 @@ extern "C" __global__ void split_tf32(const float* __restrict__ x, float* __rest
         asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(b) : "f"(v));
         b &= 0xFFFFE000u;
         const float r = v - __uint_as_float(b);
-        asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(s) : "f"(r == r ? r : 0.0f));
-        big[i] = __uint_as_float(b);
-        small[i] = __uint_as_float(s & 0xFFFFE000u);
+        asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(s) : "f"(r));
+        const bool special = r != r;
+        big[i] = __uint_as_float(special ? b ^ 0x40000000u : b);
+        small[i] = special ? v : __uint_as_float(s & 0xFFFFE000u);
     }
 }
 """

@@ -33,7 +33,8 @@ def draw(rows, cols, rng, kind):
 def exact_3xtf32(A, B, ties="even", small="round"):
     (Ab, As), (Bb, Bs) = tf32_split(A, ties, small), tf32_split(B, ties, small)
     f = [x.astype(np.float64) for x in (Ab, As, Bb, Bs)]
-    return f[0] @ f[2] + f[0] @ f[3] + f[1] @ f[2]
+    with np.errstate(invalid="ignore"):
+        return f[1] @ f[2] + f[0] @ f[3] + f[0] @ f[2]
 
 
 def _truncate_to_fp32(s):
@@ -109,10 +110,19 @@ def test_a_product_of_two_tf32_values_is_exact_in_fp32():
     assert np.array_equal((a * b).astype(np.float64), a.astype(np.float64) * b)
 
 
-def test_inf_and_nan_ride_on_big_and_leave_small_zero():
+def test_inf_and_nan_propagate_through_the_three_products_as_in_fp32():
+    """Inf times a TF32 number (small part 0) must stay Inf: the split puts Inf in small, +-1 in big."""
     big, small = tf32_split(np.array([np.inf, -np.inf, np.nan, 1.0], np.float32))
-    assert np.isposinf(big[0]) and np.isneginf(big[1]) and np.isnan(big[2]) and big[3] == 1.0
-    assert list(small) == [0.0, 0.0, 0.0, 0.0]
+    assert list(big[:2]) == [1.0, -1.0] and np.isfinite(big[2]) and big[3] == 1.0
+    assert np.isposinf(small[0]) and np.isneginf(small[1]) and np.isnan(small[2]) and small[3] == 0.0
+    a = np.array([[np.inf, 1.0], [-np.inf, 1.0], [np.nan, 1.0], [np.inf, 1.0], [np.inf, -np.inf]], np.float32)
+    b = np.array([[1.0, 0.0, -np.inf], [2.0, 2.0, 2.0]], np.float32)     # 1.0: a TF32 number, small part 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        got = exact_3xtf32(a, b)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
+    assert np.isposinf(got[0, 0]) and np.isneginf(got[1, 0]) and np.isposinf(got[1, 2])
 
 
 def test_the_split_roundoff_covers_the_dropped_terms():

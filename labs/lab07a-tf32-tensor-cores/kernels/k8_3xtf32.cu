@@ -17,7 +17,7 @@
 //
 // What k8 changes in k7:
 // 1. The split at the fragment load: every A and B element loaded from shared memory becomes a big
-//    and a small register (split_tf32 below: cvt, mask, FADD, and a select for Inf). Shared memory
+//    and a small register (split_tf32 below: cvt, mask, FADD, two selects for Inf). Shared memory
 //    still holds plain FP32; the split costs a few ALU instructions per element and no extra loads.
 // 2. Three mma.sync per (m16, n8) fragment pair and k8 step: small.big and big.small first, then
 //    big.big, each pass over all MI x NJ accumulators so that consecutive mma are independent. The
@@ -32,13 +32,13 @@
 //    128 x 128, 8 warps, at most 255 registers each.
 // Everything else is k7: ldmatrix A fragments, swizzled tiles, cp.async pipeline with the XOR stage
 // toggle, full unrolling of the k8 loop, GROUP rasterization, float2 stores.
-// Inputs up to 2^127 in magnitude (big must not round to Inf); Inf and NaN are carried by big, with
-// small = 0, so they propagate as in FP32.
+// Inputs up to 2^127 in magnitude (big must not round to Inf); Inf and NaN propagate as in FP32
+// (split_tf32 says how).
 //
 // SASS to look for: 3 x (BK/8) x MI x NJ HMMA.1688.F32.TF32 per tile (48 per k8 step), three times
 // k7's per step of a warp tile this size; per split element one conversion (sm_90+:
 // F2FP.TF32.F32.PACK_B; sm_80..89: FSETP + predicated add of 0x1000), a LOP3 (the mask), an FADD
-// (x - big), FSETP.NAN + FSEL (the Inf guard); the promotion's MI x NJ x 4 = 64 FADDs once per
+// (x - big), FSETP.NAN + two SEL/FSEL and a LOP3 (Inf and NaN); the promotion's MI x NJ x 4 = 64 FADDs once per
 // KCHUNK, behind a branch; STG.E.64 in the epilogue; no local memory.
 
 // BEGIN PARAMETERS
@@ -130,8 +130,12 @@ static_assert(SMEM_BYTES <= 227 * 1024, "k8: shared memory above the 227 KB a bl
 // derives it). big: rounded to the nearest TF32, its low 13 bits then cleared (on sm_80..89 cvt.rna
 // leaves them set, and x - big must see big's TF32 value). small = x - big is exact in FP32 and needs
 // no conversion: the tensor core drops its low 13 bits, and truncating x - big (13 significant bits at
-// most) to TF32's 11 errs no more than rounding it would (one FP32 ulp of x). Inf - Inf gives NaN:
-// small is then 0, and big carries the Inf; a NaN x is NaN in big too.
+// most) to TF32's 11 errs no more than rounding it would (one FP32 ulp of x).
+// Inf and NaN: x - big is NaN. Then small = x and big = +-1 (the XOR turns the exponent of Inf into
+// that of 1.0, keeping the sign): every product that meets x is x times a finite nonzero part of the
+// other operand, so Inf times b is +-Inf as in FP32 (NaN where b = 0 or meets -Inf, as in FP32), and
+// a NaN stays NaN. With big = Inf and small = 0 instead, Inf x small_b = Inf x 0 = NaN for any b that
+// is a TF32 number already (small_b = 0): Inf would come out NaN.
 __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& small)
 {
     uint32_t b;
@@ -142,8 +146,9 @@ __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& sma
 #endif
     b &= 0xFFFFE000u;
     const float r = x - __uint_as_float(b);
-    big = b;
-    small = __float_as_uint(r == r ? r : 0.0f);
+    const bool special = r != r;                // x is Inf or NaN
+    big = special ? b ^ 0x40000000u : b;
+    small = __float_as_uint(special ? x : r);
 }
 
 __device__ __forceinline__ int a_off(int m, int k)
