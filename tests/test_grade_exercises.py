@@ -89,6 +89,10 @@ def test_the_workspace_files_carry_no_commit_hash(g, tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 def test_hints_say_what_to_look_at_never_where_to_copy_from(g):
+    for p in g.parts:
+        assert not re.search(r"\b(chapter|section \d|worklog)\b", p.title, re.I), p.title
+    for q in g.questions:
+        assert not re.search(r"\b(chapter|section \d|worklog)\b", q.text, re.I), q.text
     for r in g.regions.values():
         assert not re.search(r"\b(chapter|section \d|worklog)\b", r.hint, re.I), f"{r.id}: {r.hint}"
     for q in g.questions:

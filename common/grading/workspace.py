@@ -214,6 +214,8 @@ def _readme(g, solution):
     rows += [f"| {p.name} | `answers.toml` [{p.name}] | {p.title} | {p.max_points} |"
              for p in g.parts if p.name in ("questions", "predictions")]
     rows = "\n".join(rows)
+    given = "".join(f"\n`given/{Path(g.lab.kernel(k).path).name}` is {k}, the rung before the first graded one, whole: "
+                    "read it, build on it (it is not graded)." for k in g.given)
     return f"""# {g.lab.title.split(':')[0]} workspace{' (reference solution)' if solution else ''}
 
 Fill in every `TODO(...)` in the kernels below, answer the questions in `answers.toml`, predict
@@ -224,7 +226,10 @@ before you measure, then run `make grade` in the lab folder (or `make grade WORK
 {rows}
 
 Until you fill a region in, its kernel still compiles (the placeholder computes nothing), so the
-grader can tell you "wrong result" rather than "does not compile".
+grader can tell you "wrong result" rather than "does not compile". Where a later rung repeats an
+earlier one's code, its TODO says so: bring your own earlier work.{given}
+A question with a `<id>_why` key in `answers.toml` wants your reason in a sentence too: the point
+needs the answer and a reason that names what decides it.
 
 How it is graded: your kernel is compiled into the grader's own build folder and launched with the
 reference kernel's launch shape (from the lab's table, `lab.py`). Without a GPU: it compiles, and

@@ -50,7 +50,7 @@ QUESTIONS = [
              hint="per k, how many values of A and of B does a thread need, and how many products do they make?",
              why=((16, "sixteen"), (64, "sixty four")),
              why_model="Per k a thread loads TM + TN = 16 values and makes TM x TN = 64 FMAs from them: 16/64."),
-    Question("v7_loads_per_fma", "v7 (section 5): shared-memory load instructions per FMA, with LDS.128",
+    Question("v7_loads_per_fma", "v7: shared-memory load instructions per FMA, with LDS.128",
              lambda: _traffic("v7", "loads_per_fma"), "hierarchy.traffic(tiling(lab, 'v7'))", rel_tol=0.01,
              hint="count the LDS.128 of one k step in v7's SASS (or its loop), and the FFMA beside them",
              why=((6, "six"), (128,)),

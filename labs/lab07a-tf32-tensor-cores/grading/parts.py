@@ -66,7 +66,7 @@ def _gpu_checks(gate):
 _COMPUTES = Check("computes", 1, "tensor cores fed from shared memory: HMMA and LDSM", "computes-tensor")
 
 PARTS = [
-    Part("k2", "k2 XOR-swizzled shared tiles: a_off and b_off (the worklog's swizzling)", kernel="k2",
+    Part("k2", "k2 XOR-swizzled shared tiles: a_off and b_off", kernel="k2",
          regions=("k2-swizzle",), checks=_gpu_checks(gate="correct")),
     Part("k3", "k3 cp.async pipeline of STAGES tiles: the prologue, the wait, the issue, one commit per tile",
          kernel="k3", regions=("k3-swizzle", "k3-prologue", "k3-wait-and-issue"),
@@ -74,7 +74,7 @@ PARTS = [
                        "cp-async"),
                  Check("registers", 1, "accumulators and fragments in registers: no spills, no LDL/STL", "registers",
                        requires="cp-async")) + _gpu_checks(gate="cp-async")),
-    Part("k4", "k4 A fragments by ldmatrix .b16: each lane's row address (the worklog's ldmatrix trick)",
+    Part("k4", "k4 A fragments by ldmatrix .b16: each lane's row address",
          kernel="k4", regions=("k4-swizzle", "k4-prologue", "k4-wait-and-issue", "k4-ldmatrix-a"),
          checks=(_COMPUTES,
                  Check("registers", 1, "accumulators and fragments in registers: no spills, no LDL/STL", "registers",
