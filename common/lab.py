@@ -35,7 +35,7 @@ import numpy as np
 
 from . import build as nvbuild
 from . import check as checking
-from .errors import CourseError
+from .errors import CourseError, NotOnThisGPU
 from .kernels import Kernel, load_function
 from .precision import precision
 
@@ -155,7 +155,7 @@ class Lab:
         k = self.kernel(k)
         ba = self.build_arch(k, arch)
         if ba is None:
-            raise CourseError(f"{k.name} is not built for {arch}: {k.unsupported(arch)}",
+            raise NotOnThisGPU(f"{k.name} is not built for {arch}: {k.unsupported(arch)}",
                               hint="its lab's README says which GPUs it needs")
         return k.cubin(k.build_dir, ba)
 
@@ -174,7 +174,7 @@ class Lab:
         gpu = self.gpu_arch()
         arch = self.build_arch(k, gpu)
         if arch is None:
-            raise CourseError(f"{k.unsupported(gpu)}, and this GPU is {gpu}",
+            raise NotOnThisGPU(f"{k.unsupported(gpu)}, and this GPU is {gpu}",
                               hint="its lab's README says which GPUs it needs; the other labs run here")
         check_shared_memory(k)
         func = load_function(str(self.cubin(k, arch)), k.entries[variant], k.shared_bytes, k.signature)

@@ -20,7 +20,7 @@ import numpy as np
 
 from common import fragments, report
 from common.build import arch_number, compile_cubin
-from common.errors import CourseError, user_errors
+from common.errors import NotOnThisGPU, user_errors
 
 LAB = Path(__file__).resolve().parent
 SOURCE = LAB / "kernels" / "probe_fragments.cu"
@@ -34,7 +34,7 @@ PROBE_MIN_ARCH = "sm_80"     # the probe runs mma.m16n8k16 and TF32 mma.m16n8k8:
 
 def build_probe(arch):
     if arch_number(arch) < arch_number(PROBE_MIN_ARCH):
-        raise CourseError(f"the fragment probe needs {PROBE_MIN_ARCH} or newer (mma.m16n8k16 and TF32 mma); this is {arch}",
+        raise NotOnThisGPU(f"the fragment probe needs {PROBE_MIN_ARCH} or newer (mma.m16n8k16 and TF32 mma); this is {arch}",
                           hint="the fragment explorer shows the probe recorded on another GPU (results/fragments-probe_*.json)")
     cubin = BUILD_DIR / arch / "probe_fragments.cubin"
     compile_cubin(SOURCE, cubin, arch)

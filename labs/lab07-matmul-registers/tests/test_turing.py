@@ -171,3 +171,33 @@ def test_the_graders_selftest_holds_on_turings_code_through_the_jit(as_turing, t
     reports = grader.grade_many(g, selftest.jobs(g, env.work / "selftest"), env, progress=True)
     problems = selftest.expectations(g, reports, env)
     assert not problems, "\n".join(problems)
+
+
+# --- on a T4: what it cannot run is skipped, with the row's reason --------------------------------
+
+def test_a_kernel_this_gpu_cannot_run_is_refused_with_its_reason(monkeypatch):
+    from common.errors import NotOnThisGPU
+    monkeypatch.setattr(LAB, "gpu_arch", lambda: TURING)
+    with pytest.raises(NotOnThisGPU, match="v8 needs sm_80 or newer: cp.async stages, and this GPU is sm_75"):
+        LAB.launcher("v8", 256, 256, 256)
+    with pytest.raises(NotOnThisGPU, match="needs sm_80 or newer"):
+        LAB.cubin("t4", TURING)
+
+
+def test_a_test_that_meets_such_a_kernel_is_skipped_with_the_reason(tmp_path):
+    """The course's conftest.py turns NotOnThisGPU into a skip: on a T4, `make test` skips v8's GPU tests
+    with v8's reason instead of failing them. (Checked in a throwaway test under the course's root.)"""
+    import sys
+    folder = LAB.build_dir / "conftest-check"        # build/ is ignored by git; the root conftest applies
+    folder.mkdir(parents=True, exist_ok=True)
+    test = folder / "test_not_on_this_gpu.py"
+    test.write_text("from common.errors import NotOnThisGPU\n\n"
+                    "def test_v8_on_a_t4():\n    raise NotOnThisGPU('v8 needs sm_80 or newer: cp.async stages')\n\n"
+                    "def test_a_real_failure():\n    assert False\n")
+    try:
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(test)],
+                             capture_output=True, text=True, cwd=LAB.dir.parents[1], timeout=120)
+    finally:
+        test.unlink()
+    assert "1 failed, 1 skipped" in run.stdout, run.stdout + run.stderr
+    assert "v8 needs sm_80 or newer: cp.async stages" in run.stdout, run.stdout
