@@ -44,8 +44,9 @@ product of the inputs as the kernel receives them, so only the kernel's own arit
                small keeps 11 bits of n: exact for |n| < 2^11; for 2^11 <= |n| < 2^12 one bit goes,
                an error of at most 1 v, whether that bit is rounded or dropped: a kernel may hand
                x - big to the tensor core raw and let it truncate. So |x - big - small| <= v <=
-               2^-23 |x| (ties away, to even, or truncated alike), and |small| <= 2^12 v <= 2^-11 |x|. The kernel computes
-               big_a big_b + big_a small_b + small_a big_b, whose distance from a b is
+               2^-23 |x| (ties away, to even, or truncated alike), and |small| <= 2^12 v <= 2^-11 |x|.
+               The kernel computes big_a big_b + big_a small_b + small_a big_b, whose distance from
+               a b is
                    a db + b da - da db + small_a small_b    (da = a - big_a - small_a, db likewise)
                <= (2^-23 + 2^-23 + 2^-46 + 2^-22) |a||b| = (2^-21 + 2^-46) |a||b|,
                which the form above covers with e = 2^-22 (2e + e^2 = 2^-21 + 2^-44): three products
@@ -57,8 +58,9 @@ product of the inputs as the kernel receives them, so only the kernel's own arit
                    bound = (2e + e^2 + (1 + 2^-8) gamma_3K(2^-22)) |A|.|B|,   e = 2^-22.
                A kernel that promotes its partial sums (an MMA chain over KC of K from zero, then an FP32
                FADD into a running sum, rounded to nearest: u = 2^-24) errs at most
-               gamma_3KC(2^-22) + gamma_(K/KC)(2^-24) relative, less than gamma_3K(2^-22) for every KC
-               >= 1: the bound holds for any chunk, and promotion only makes the result better. Three
+               gamma_3KC(2^-22) + gamma_(K/KC - 1)(2^-24) relative (each chain's error is relative to
+               its own terms, and the chains' terms sum to the whole), at most gamma_3K(2^-22) for
+               every 1 <= KC <= K: the bound holds for any chunk; promotion makes the result better. Three
                cuBLAS TF32 calls accumulated through beta = 1 (tf32x3_cublas) add two FP32 roundings of
                2^-24 to three chains of K: inside the same bound. What the bound cannot do is tell
                3xTF32 from 1xTF32 at large K: a worst case grows like K, a typical error like sqrt(K);

@@ -20,9 +20,9 @@
 //    and a small register (split_tf32 below: cvt, mask, FADD, two selects for Inf). Shared memory
 //    still holds plain FP32; the split costs a few ALU instructions per element and no extra loads.
 // 2. Three mma.sync per (m16, n8) fragment pair and k8 step: small.big and big.small first, then
-//    big.big, each pass over all MI x NJ accumulators so that consecutive mma are independent. The
-//    small products go first while the chunk's sum is still small, so fewer of their bits are
-//    shifted out when they are added.
+//    big.big, each pass over the MI accumulators of one B fragment, so that MI consecutive mma are
+//    independent. The small products go in before the big one of their step, while the sum they join
+//    is smaller by one product: fewer of their bits are shifted out when they are added.
 // 3. Promotion. The tensor core adds into its FP32 accumulator by aligning and truncating (not
 //    rounding): over a long K the error grows with K, toward zero. So an mma chain runs over KCHUNK of
 //    K only, starting from zero; then it is added to a running sum in FP32 registers with FADD (round
@@ -38,7 +38,7 @@
 // SASS to look for: 3 x (BK/8) x MI x NJ HMMA.1688.F32.TF32 per tile (48 per k8 step), three times
 // k7's per step of a warp tile this size; per split element one conversion (sm_90+:
 // F2FP.TF32.F32.PACK_B; sm_80..89: FSETP + predicated add of 0x1000), a LOP3 (the mask), an FADD
-// (x - big), FSETP.NAN + two SEL/FSEL and a LOP3 (Inf and NaN); the promotion's MI x NJ x 4 = 64 FADDs once per
+// (x - big), FSETP.NAN and selects (Inf and NaN); the promotion's MI x NJ x 4 = 64 FADDs once per
 // KCHUNK, behind a branch; STG.E.64 in the epilogue; no local memory.
 
 // BEGIN PARAMETERS
