@@ -35,5 +35,8 @@ its table (lab.py) that these read. `python -m common <target> --lab labs/<lab>`
     sass_loops a kernel's main loop found in SASS, condensed, listings side by side
     explorers  the text and figures of the hierarchy, fragment and bank explorers
     views      what a lab's notebooks show, as functions of the lab
-    notebooks  execute notebooks top to bottom (nbclient), strip their outputs
+    notebooks  execute notebooks top to bottom (nbclient), strip their outputs; the committed copy checked
+    rungs      make diff: a rung of a ladder against the rung before it (unified or side by side)
+    runs       the runs a results/ folder holds by kind and GPU; the older ones (scripts/prune-results.py)
+    pytest_summary  make test's quiet report: a line per lab, failures in full (V=1: pytest's own)
 """
