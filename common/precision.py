@@ -8,7 +8,8 @@
     p.random_inputs(M, N, K, rng)   -> (A, B) ready to upload: fresh uniform(-1, 1) data, rounded
     p.reference_inputs(A, B)        -> (A, B) as float64 values the kernel sees (BF16 bits decoded)
     p.tolerance(K, abs_ref, input_roundoff=None)   the per-element bound, see below
-    p.peak(peaks)                   this precision's peak from device.peak_tflops(facts)
+    p.peak(peaks)                   this precision's peak from device.peak_tflops(facts) (3xTF32: a
+                                    third of TF32's, three products per result)
     p.cublas(blas)                  the bound cuBLAS call (M, N, K, a, b, c) of the same precision
     tf32_round(x), tf32_truncate(x), tf32_split(x)   numpy models of the TF32 roundings and the split
     p.title, p.cublas_mode, p.baseline      what tables and charts print ("cuBLAS SGEMM")
@@ -148,7 +149,10 @@ class Precision:
                 + np.finfo(np.float32).tiny)
 
     def peak(self, peaks):
-        return (peaks or {}).get(self.peak_key)
+        """TFLOP/s of results: a 3xTF32 GEMM does three tensor-core products per FP32 one, so its
+        ceiling is a third of the TF32 peak."""
+        value = (peaks or {}).get(self.peak_key)
+        return value / self.products_per_k if value else value
 
     def cublas(self, blas):
         """A method of common.cublas.Cublas, or "module:function" of common returning the call for blas
@@ -170,8 +174,8 @@ PRECISIONS = {p.name: p for p in [
               "cuBLAS TF32", wide_range=True),
     Precision("bf16_tensor", "BF16 in, FP32 accumulate (tensor cores)", np.uint16, 2.0 ** -22, 0.0,
               "bf16_tensor", "bf16gemm", "cuBLAS GemmEx, BF16 in, FP32 accumulate and out", "cuBLAS BF16"),
-    # FP32-accurate from the TF32 tensor cores: the baseline is FP32 itself (cuBLAS SGEMM), the peak the
-    # tensor cores' TF32 one (three products per FP32 product: at most a third of it)
+    # FP32-accurate from the TF32 tensor cores: the baseline is FP32 itself (cuBLAS SGEMM), the peak a third
+    # of the tensor cores' TF32 one (three products per FP32 product)
     Precision("fp32_3xtf32", "FP32 in and out, 3xTF32 tensor cores (big + small split)", np.float32, 2.0 ** -22,
               2.0 ** -22, "tf32_tensor", "sgemm", "cuBLAS SGEMM, FP32 FFMA (TF32 off)", "cuBLAS SGEMM",
               wide_range=True, products_per_k=3),

@@ -185,3 +185,9 @@ def test_the_3xtf32_bound_is_far_below_tf32s_at_small_k():
     abs_ref = np.ones(1)
     for K in (1, 8, 64):
         assert P3.tolerance(K, abs_ref) * 8 < precision("tf32_tensor").tolerance(K, abs_ref, 2.0 ** -11)
+
+
+def test_the_3xtf32_ceiling_is_a_third_of_the_tf32_peak():
+    peaks = {"tf32_tensor": 494.0, "fp32": 67.0}
+    assert P3.peak(peaks) == pytest.approx(494.0 / 3) and precision("tf32_tensor").peak(peaks) == 494.0
+    assert precision("fp32").peak(peaks) == 67.0 and P3.peak({}) is None
