@@ -411,8 +411,8 @@ def occupancy(arch, threads, registers, smem_static=0, smem_dynamic=0, carveout_
     if smem_alloc > per_block_max + lim["smem_reserved_per_block"] or carveout == 0:
         limits["shared memory"] = 0
         why = why or f"{smem} B of shared memory is over the per-block limit of {per_block_max} B"
-    else:
-        limits["shared memory"] = carveout // smem_alloc
+    else:     # no shared memory at all (sm_75 reserves none per block): it limits nothing
+        limits["shared memory"] = carveout // smem_alloc if smem_alloc else lim["max_blocks_per_sm"]
     limits["blocks"] = lim["max_blocks_per_sm"]
     blocks = min(limits.values())
     binding = [k for k, v in limits.items() if v == blocks]

@@ -145,10 +145,13 @@ def estimate_vs_ptxas_table(lab, archs):
 # --- test ------------------------------------------------------------------------------------
 
 def check_all(lab, shapes=None):
-    """lab.check on every kernel and variant at each shape the variant serves (needs a GPU).
-    shapes: default the lab's CHECK_SHAPES (else its SELFCHECK_SHAPES)."""
+    """lab.check on every kernel and variant at each shape the variant serves (needs a GPU), the kernels
+    this GPU can run (on a T4: not those that need sm_80). shapes: default the lab's CHECK_SHAPES (else
+    its SELFCHECK_SHAPES)."""
     shapes = shapes or lab.option("CHECK_SHAPES") or lab.option("SELFCHECK_SHAPES") or [(257, 129, 512)]
-    return [lab.check(k, M, N, K, variant=v) for k in lab.own() for v, (M, N, K) in k.cases(shapes)]
+    arch = lab.gpu_arch()
+    return [lab.check(k, M, N, K, variant=v) for k in lab.own() if lab.build_arch(k, arch)
+            for v, (M, N, K) in k.cases(shapes)]
 
 
 # --- SASS ------------------------------------------------------------------------------------

@@ -104,6 +104,8 @@ def test_occupancy_on_turing_uses_its_limits():
     t3 = hierarchy.occupancy(TURING, 256, 123, 0, LAB.kernel("t3").shared_bytes)
     assert t3.blocks_per_sm == 1, t3                                       # 37 KB of 64: one block
     assert hierarchy.occupancy(TURING, 128, 32, 0, 65 * 1024).blocks_per_sm == 0
+    t1 = hierarchy.occupancy(TURING, 128, 63, 0, 0)            # no shared memory: it limits nothing
+    assert t1.blocks_per_sm == 8 and t1.binding == ["threads"], t1
 
 
 def test_the_bench_table_shows_what_a_kernel_loses_on_this_gpu():
