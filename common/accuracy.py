@@ -25,7 +25,8 @@ cuBLAS TF32 calls accumulated with beta = 1 (split on the device), and each row 
 distribution, against the float64 product of the same float32 inputs (numpy's BLAS, on every core:
 17 GFLOP at K = 65536). The table gives, per method and K, the max and RMS error as multiples of cuBLAS
 SGEMM's on the same inputs; the record keeps every number, the bound each method is checked with, and
-the GPU, commit and date. Writes results/<lab>-accuracy_<gpu>_<date>_<commit>.json and its .png.
+the GPU, commit and date. Writes results/<lab>-accuracy_<gpu>_<date>_<commit>.json and its .png
+(-2, -3, ... for another study the same day at the same commit: no record is overwritten).
 Needs a GPU; --quick stops at K = 4096.
 """
 import datetime
@@ -247,7 +248,11 @@ def accuracy(lab, args):
           f"{' (uncommitted changes)' if info['dirty_tree'] else ''}")
     print("\n" + summary_tables(record))
     day = datetime.date.today().isoformat()
-    base = lab.results_dir / f"{lab.short}-accuracy_{slug(facts['name'])}_{day}_{info['commit'][:7]}"
+    stem = f"{lab.short}-accuracy_{slug(facts['name'])}_{day}_{info['commit'][:7]}"
+    base, n = lab.results_dir / stem, 1
+    while base.with_suffix(".json").exists():     # another study the same day at the same commit: kept
+        n += 1
+        base = lab.results_dir / f"{stem}-{n}"
     path = report.write_json(base.with_suffix(".json"), record)
     chart = accuracy_chart(record, base.with_suffix(".png"))
     print(f"\nfull data: {_shown(lab, path)}; chart: {_shown(lab, chart)}")
@@ -308,6 +313,7 @@ def accuracy_chart(record, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401  (matplotlib.ticker.NullLocator below)
     from . import writes
     kinds = list(record["distributions"])
     fig, axes = plt.subplots(1, len(kinds), figsize=(5.2 * len(kinds), 4.2), sharey=True, squeeze=False)
@@ -319,6 +325,10 @@ def accuracy_chart(record, path):
             ax.loglog([p[0] for p in pts], [p[1] for p in pts], "-o", color=color, ms=3, label=f"{name} (max)")
             ax.loglog([p[0] for p in pts], [p[2] for p in pts], "--", color=color, lw=1)
         ax.set_title(record["distributions"][kind], fontsize=10)
+        ks = sorted({r["K"] for r in res})
+        ax.set_xticks(ks)
+        ax.set_xticklabels([str(k) for k in ks], fontsize=8)
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         ax.set_xlabel("K")
         ax.grid(True, which="major", lw=0.3)
     axes[0][0].set_ylabel("error / (|A|.|B|): max (solid), RMS (dashed)")

@@ -188,3 +188,59 @@ def test_k8_is_checked_with_the_3xtf32_bound_on_the_gpu_tests_shapes():
     k = LAB7A.kernel("k8")
     assert k.prec.name == "fp32_3xtf32" and k.roundoff == 2.0 ** -22
     assert k in LAB7A.own()                     # lab 7a's GPU tests parametrize over LAB.own()
+
+
+def test_the_whole_study_on_numpy_models_of_the_methods(tmp_path, monkeypatch, capsys):
+    """accuracy() end to end without a GPU: cuBLAS, the lab's kernels and the device are numpy models
+    (FP32 BLAS, TF32 rounding, the split); the record, the table, the chart and the verdicts are real."""
+    def model(kind):
+        def run(M, N, K, a, b, c):
+            if kind == "fp32":
+                c[:] = a @ b                                         # float32 BLAS
+            elif kind == "tf32":
+                c[:] = tf32_round(a).astype(np.float64) @ tf32_round(b).astype(np.float64)
+            else:
+                (Ab, As), (Bb, Bs) = tf32_split(a), tf32_split(b)
+                f = [x.astype(np.float64) for x in (Ab, As, Bb, Bs)]
+                c[:] = (f[1] @ f[2] + f[0] @ f[3] + f[0] @ f[2]).astype(np.float32)
+        return run
+
+    class FakeBlas:
+        path, version = "numpy", 0
+        sgemm, tf32gemm = staticmethod(model("fp32")), staticmethod(model("tf32"))
+
+    monkeypatch.setattr("common.measure.needs_gpu", lambda *a, **k: {"name": "Numpy GPU", "arch": "sm_90"})
+    monkeypatch.setattr("common.cublas.Cublas", FakeBlas)
+    monkeypatch.setattr(acc, "composed_3xtf32", lambda blas: model("3x"))
+    monkeypatch.setattr(LAB7A, "build", lambda *a, **k: {})
+    monkeypatch.setattr(LAB7A, "results_dir", tmp_path)
+    kernels = {"k7": "tf32", "k8": "3x"}
+    monkeypatch.setattr(LAB7A, "launcher", lambda k, M, N, K: (lambda a, b, c: model(kernels[k.name])(M, N, K, a, b, c)))
+
+    def on_host(run, M, N, A, B, ref, abs_ref):
+        C = np.full((M, N), np.nan, np.float32)
+        run(A, B, C)
+        return acc.relative_errors(C, ref, abs_ref)
+    monkeypatch.setattr(acc, "measure_one", on_host)
+
+    record = acc.accuracy(LAB7A, args(ks="64,512", size=48))
+    out = capsys.readouterr().out
+    assert "every result within its method's bound" in out and "full data:" in out
+    at = {(r["distribution"], r["method"], r["K"]): r for r in record["results"]}
+    assert len(at) == 2 * 2 * 5
+    for kind in acc.DISTRIBUTIONS:
+        for K in (64, 512):
+            assert at[kind, "k8", K]["max"] == at[kind, "cuBLAS 3xTF32 (3 calls)", K]["max"]     # the same model
+            assert at[kind, "cuBLAS TF32", K]["rms"] > 100 * at[kind, "k8", K]["rms"]
+    (path,) = tmp_path.glob("lab07a-accuracy_numpy-gpu_*.json")
+    saved = json.loads(path.read_text())
+    assert saved["run"]["commit"] and saved["gpu"]["name"] == "Numpy GPU" and saved["ks"] == [64, 512]
+    assert saved["methods"]["k8"] == LAB7A.kernel("k8").title
+    assert path.with_suffix(".png").exists()
+
+    # a method outside its bound is a failure, told after the record is written
+    kernels["k8"] = "tf32"
+    with pytest.raises(CourseError, match="outside their bound") as e:
+        acc.accuracy(LAB7A, args(ks="64", size=48))
+    assert "k8" in e.value.message and "cuBLAS TF32" not in e.value.message
+    assert len(list(tmp_path.glob("lab07a-accuracy_numpy-gpu_*-2.json"))) == 1      # the first one kept
