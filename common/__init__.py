@@ -2,7 +2,7 @@
 its table (lab.py) that these read. `python -m common <target> --lab labs/<lab>` is the way in.
 
     lab        a lab folder loaded: its table's rows and options, build, launch, matmul, check
-    precision  FP32, FP16, BF16 and TF32 tensor cores: input type, error bound, peak, cuBLAS call
+    precision  FP32, FP16, BF16, TF32 and 3xTF32 tensor cores: input type, error bound, peak, cuBLAS call
     tiling     a kernel's parameters read from its .cu file (the one place they are written)
     kernels    the row type of a lab's table; loading cubins and launching through PyCUDA
     targets    make build, bench, sass, tune (the autotuner), selfcheck
@@ -30,6 +30,7 @@ its table (lab.py) that these read. `python -m common <target> --lab labs/<lab>`
     fragments  which lane holds which element of mma.sync / ldmatrix tiles; the GPU probe's checks
     banks      shared-memory wavefronts and bank conflicts of one warp instruction
     roofline   compute and bandwidth roofs, each kernel's point, the plot
+    accuracy   make accuracy: error vs K against float64 for cuBLAS (SGEMM, TF32, 3 x TF32) and a lab's rows
     records    recorded benchmark JSON read back: tables, charts, comparisons, predictions
     readme_tables  the READMEs' tables, generated from the committed records (and checked against them)
     sass_loops a kernel's main loop found in SASS, condensed, listings side by side
