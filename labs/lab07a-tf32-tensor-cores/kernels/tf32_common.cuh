@@ -25,7 +25,7 @@
 // TF32_ROUND = 0: pass the FP32 bits; the tensor core ignores the low 13 mantissa bits, i.e. it
 //     truncates toward zero: relative error < 2^-10 per operand, no instruction at all.
 // TF32_OPERAND, if defined, names a replacement __device__ function float -> uint32_t. It exists for
-// the grader's known-wrong kernels only (scratch/tf32/wrong_fp16.cu rounds through FP16 or BF16).
+// the grader's known-wrong kernels only (one rounds through FP16 or BF16 instead).
 __device__ __forceinline__ uint32_t tf32_operand(float x)
 {
 #if defined(TF32_OPERAND)

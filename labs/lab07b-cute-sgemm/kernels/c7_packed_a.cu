@@ -6,7 +6,7 @@
 // Entry points: cute_sgemm_c7_pack_a  A (M x K) -> At (K x M): the packing, before every product
 //   (const float* A, float* At, int M, int K); grid (ceil(K / PACK_TILE), ceil(M / PACK_TILE)),
 //   blocks of PACK_TILE x 8 threads
-//               cute_sgemm_c7_vec, _scalar, _tiles, _workers: c6's four (its header), reading At where
+//               cute_sgemm_c7_vec, _scalar, _tiles, _workers: c6's four (c6_stream_k.cu), reading At where
 //   c6 reads A. vec needs M % 4 == 0 and N % 4 == 0 (the 16-byte copies of At's and B's rows; K is free).
 // Launch (launch.py, PackA): the pack into a workspace of K x M floats, then c6's launch on it.
 //
@@ -42,8 +42,7 @@
 #ifndef A_PACKED
 #define A_PACKED 1     // c5's tile product reads A as K x M (c5_wide_epilogue.cu); c7 is nothing else
 #endif
-#define C6_BODY_ONLY   // c6's bodies and parameters, without its entry points
-#include "c6_stream_k.cu"
+#include "c6_stream_k.cuh"   // c6's parameters and bodies
 
 static_assert(A_PACKED == 1, "c7: A_PACKED must be 1 (the launch packs A; without it c7 is c6)");
 static_assert(PACK_TILE == 32, "c7: the pack maps a warp onto one PACK_TILE-float row of its tile");

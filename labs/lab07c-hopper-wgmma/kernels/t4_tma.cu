@@ -17,7 +17,7 @@
 // runs in less than half of t4's time. So feeding the tiles costs t4 13 % without being a bandwidth
 // limit, and the question is whether the copy engine buys that back: here one thread issues
 // 1 + BN/64 TMA loads per tile and no other thread copies anything.
-// The answer, measured (H200, 2026-12-01, lab 7c's results/lab07c-t4-tma_*.json): no. With t4's
+// The answer, measured on the H200: no. With t4's
 // 128 x 256 tile this kernel ran 426 TFLOP/s at 4096^3, with 256 x 128 (two B panels per tile instead
 // of four: the default here) 448, against t4's 456 in the same run. Taking the copies' instructions
 // out of the warps did not help: the tiles must still be written into the shared memory that every

@@ -28,7 +28,7 @@
 // wait before the first remote store make sure the owner's mbarrier is initialised before bytes
 // land on it. (The first version ended with a cluster barrier instead, release / acquire: at
 // 64 x 4096 x 4096 the reduction then cost 0.9 us of 14.1; with st.async, 0.56 us of 13.7, both
-// against a build without the reduction: the probe builds are in the history at 744e903.)
+// against a build without the reduction.)
 //
 // Tiles and why: BM = 64 (one consumer warpgroup, one m64 wgmma: decode has at most 64 rows),
 // BN = 64 (N = 4096 gives 64 tiles; BN = 128 with KSPLIT = 4 would give as many blocks, but only 30
