@@ -177,9 +177,11 @@ class Kernel:
         return Path(self.path).parents[1] / "build"
 
     def cubin(self, build_dir, arch):
-        """The cubin for `arch` under build_dir (the kernel's own build_dir, or a grader's)."""
+        """The cubin for `arch` under build_dir (the kernel's own build_dir, or a grader's). Builds that
+        carry their PTX (common.build.embeds_ptx) live in <arch>_ptx/, apart from the plain ones."""
+        from .build import embeds_ptx
         stem = Path(self.source).stem + (f"__{self.tag}" if self.tag else "")
-        return Path(build_dir) / arch / f"{stem}.cubin"
+        return Path(build_dir) / (f"{arch}_ptx" if embeds_ptx(arch) else arch) / f"{stem}.cubin"
 
     def refusal(self, M, N, K):
         for ok, text in self.rules:

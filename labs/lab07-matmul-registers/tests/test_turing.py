@@ -64,6 +64,15 @@ def with_ptx(tmp_path_factory):
     return built
 
 
+def test_builds_with_ptx_live_apart_from_the_plain_ones(monkeypatch):
+    """build/sm_75/ holds the plain cubins `make` builds, build/sm_75_ptx/ those with the PTX: the two
+    never overwrite each other (pytest's workers build both at once)."""
+    plain = LAB.cubin("t3", TURING)
+    monkeypatch.setenv("COURSE_EMBED_PTX", TURING)
+    assert LAB.cubin("t3", TURING) == plain.parent.with_name("sm_75_ptx") / plain.name
+    assert LAB.cubin("t3", "sm_90") == plain.parent.with_name("sm_90") / plain.name
+
+
 def test_turing_builds_carry_sm_75_sass_and_compute_75_ptx(with_ptx):
     sass.find_cuobjdump()
     plain = LAB.build(ROWS, [TURING])
@@ -105,7 +114,7 @@ def test_occupancy_on_turing_uses_its_limits():
     assert t3.blocks_per_sm == 1, t3                                       # 37 KB of 64: one block
     assert hierarchy.occupancy(TURING, 128, 32, 0, 65 * 1024).blocks_per_sm == 0
     t1 = hierarchy.occupancy(TURING, 128, 63, 0, 0)            # no shared memory: it limits nothing
-    assert t1.blocks_per_sm == 8 and t1.binding == ["threads"], t1
+    assert t1.blocks_per_sm == 8 and "shared memory" not in t1.binding and t1.limits["shared memory"] == 16, t1
 
 
 def test_the_bench_table_shows_what_a_kernel_loses_on_this_gpu():
@@ -160,8 +169,9 @@ CASES = [(k.name, v, s) for k in ROWS for v, s in k.cases(PARTS.SHAPES[k.precisi
 def test_turing_code_matches_float64_through_the_jit(as_turing, name, variant, shape):
     verdict = LAB.check(name, *shape, variant=variant, rng=np.random.default_rng(75))
     assert verdict.ok, str(verdict)
-    listing = _cuobjdump("-lptx", str(LAB.cubin(name, TURING)))
-    assert ".sm_75.ptx" in listing, f"{name} did not run from sm_75's PTX"
+    cubin = LAB.cubin(name, TURING)
+    assert cubin.parent.name == "sm_75_ptx" and ".sm_75.ptx" in _cuobjdump("-lptx", str(cubin)), \
+        f"{name} did not run from sm_75's PTX"
 
 
 @needs_gpu
