@@ -64,7 +64,7 @@ FP32 = [
     # past the chapter (its section 8): what cuBLAS does that v7 does not
     Kernel("v8", "v8_pipelined.cu", {"vec": "sgemm_v8_vec", "scalar": "sgemm_v8_scalar"}, "fp32", choose=_vec4,
            args=ALPHA_BETA,
-           title="v7 + cp.async stages, swizzled tiles, register double buffering, rasterization",
+           title="v7 + a cp.async pipeline (with a swizzled A tile, double-buffered operands, rasterized blocks)",
            claim="the steps of section 8 on the CUDA cores: past cuBLAS SGEMM on Hopper",
            needs="cp.async stages",
            model={"smem_loads_per_ffma": 6 / 128}),
@@ -85,7 +85,7 @@ FP16 = [
            arch_notes={TURING: T3_ON_TURING}),
     Kernel("t4", "t4_mma_ldmatrix.cu", {"vec": "hgemm_t4_vec", "scalar": "hgemm_t4_scalar"},
            "fp16_tensor", rules=(K_MULTIPLE_OF_8,), choose=_vec8_b,
-           title="mma.sync + ldmatrix by hand, XOR-swizzled tiles, 4 stages, 64x64 warp tiles",
+           title="t3 with mma.sync + ldmatrix by hand (XOR-swizzled tiles, 4 stages, 64x64 warp tiles)",
            claim="section 8 on the tensor cores: no padding, fragments double-buffered, up to the mma.sync ceiling",
            needs="cp.async stages and mma.sync.m16n8k16"),
     # the yardstick, not a rung: NVIDIA CUTLASS's Ampere GEMM with t4's instruction, from the headers of

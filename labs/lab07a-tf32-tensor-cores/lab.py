@@ -38,17 +38,17 @@ def _row(name, source, title, claim, roundoff=_rounding):
 TF32 = [
     _row("k1", "k1_wmma_tf32.cu", "lab 7's warp tiling with WMMA TF32 fragments (m16n16k8)",
          "the worklog's first step: this alone doubles FP32's speed", roundoff=TF32_ROUNDED),
-    _row("k2", "k2_mma_swizzle.cu", "mma.sync m16n8k8 in PTX, XOR-swizzled tiles, 1-D warp strips",
+    _row("k2", "k2_mma_swizzle.cu", "mma.sync m16n8k8 in PTX (with XOR-swizzled tiles, 1-D warp strips)",
          "the cautionary rung: B reloaded for every A sub-tile, little reuse (worklog: 33 % of cuBLAS)"),
     _row("k3", "k3_cp_async.cu", "k2 + a cp.async pipeline of STAGES tiles",
          "the loads of the next tiles fly while this one computes (worklog: 43 %)"),
-    _row("k4", "k4_ldmatrix_2d_warps.cu", "8 warps of 64 x 64, A fragments by ldmatrix .b16",
+    _row("k4", "k4_ldmatrix_2d_warps.cu", "k3 + 2-D warp tiles: 8 warps of 64 x 64 (A fragments by ldmatrix .b16)",
          "a TF32 value is two 16-bit halves: ldmatrix.x4 delivers the A fragment (worklog: 50 % -> 80 %)"),
-    _row("k5", "k5_raster_hoist.cu", "k4 + block rasterization, hoisted address arithmetic",
+    _row("k5", "k5_raster_hoist.cu", "k4 + block rasterization (and hoisted address arithmetic)",
          "neighbouring blocks share A and B panels in L2 (worklog: 85 %)"),
     _row("k6", "k6_float2_stores.cu", "k5 + float2 stores of the accumulators",
          "each lane's accumulator pairs are adjacent in C: STG.E.64 (worklog: 90 %)"),
-    _row("k7", "k7_unroll_xor_stages.cu", "k6 + full unrolling, the XOR stage toggle",
+    _row("k7", "k7_unroll_xor_stages.cu", "k6 + full unrolling (with the XOR stage toggle)",
          "the worklog's final kernel: level with cuBLAS on an A100 (98-100 %)"),
     # the yardstick, not a rung: NVIDIA CUTLASS's Ampere TF32 GEMM, the same instruction as k2..k7, from
     # the headers of the nvidia-cutlass wheel (common/headers.py finds them at build time)
