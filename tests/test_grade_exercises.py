@@ -199,6 +199,26 @@ def test_predictions_are_derived_with_a_tolerance_a_guess_misses(g):
             assert not ok and f"{want:g}" not in why and p.hint in why
 
 
+def _forms(v):
+    """How a text could write the number v: 81920, 8.19e+04, 42.7, 42.67, 3.22."""
+    out = {f"{v:.3g}", f"{v:.4g}", f"{v:g}"}
+    if float(v).is_integer():
+        out.add(str(int(v)))
+    if float(v).is_integer() and v % 1024 == 0:              # bytes: 61440 is also "60 KB"
+        out |= {f"{int(v) // 1024} KB", f"{int(v) // 1024} KiB", f"{int(v) // 1024}KB"}
+    return {s for s in out if len(s.replace(".", "").replace("e+0", "").lstrip("0")) >= 3}
+
+
+def test_no_prediction_answer_is_printed_in_the_labs_texts_kernels_or_notebooks(g):
+    texts = [g.lab.dir / "README.md", g.lab.dir / "NOTES.md", g.dir / "README.md", *g.lab.kernels_dir.glob("*.cu*"),
+             *(ROOT / "notebooks").glob("*.ipynb")]
+    for p in g.predictions:
+        for s in _forms(p.answer()):
+            pat = re.compile(rf"(?<![\w.]){re.escape(s)}(?![\w]|\.\d)")
+            hits = [f.name for f in texts if f.exists() and pat.search(f.read_text())]
+            assert hits == [], f"{p.id}: {s} is written in {hits}"
+
+
 def test_a_measured_prediction_that_misses_is_not_told_the_measurement():
     p = Qm.Prediction("v4", "v4: % of cuBLAS", "fp32")
     ok, why = Qm.grade_prediction(p, 10, 31.7)

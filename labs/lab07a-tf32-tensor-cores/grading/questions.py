@@ -135,39 +135,46 @@ def _const(file, name):
     return int(Tiling.of(KERNELS / file).value(name))
 
 
-def _k3_shared_bytes():
+def _k3_shared_bytes(stages):
     f = "k3_cp_async.cu"
-    return _const(f, "STAGES") * (_const(f, "BM") * _const(f, "BK") + _const(f, "BK") * _const(f, "BN")) * 4
+    return stages * (_const(f, "BM") * _const(f, "BK") + _const(f, "BK") * _const(f, "BN")) * 4
 
 
-def _k6_float2_stores_per_lane():
+def _k6_stg64_in_grid(size=4096):
+    """Warp-level STG.E.64 of k6's epilogue at size³ (vec entry): blocks x warps x stores per lane."""
     f = "k6_float2_stores.cu"
-    return (_const(f, "WM") // 16) * (_const(f, "WN") // 8) * 2     # two rows (g, g + 8) per m16n8 fragment
+    bm, bn, wm, wn = (_const(f, n) for n in ("BM", "BN", "WM", "WN"))
+    blocks = (size // bm) * (size // bn)
+    return blocks * (bm // wm) * (bn // wn) * (wm // 16) * (wn // 8) * 2     # two rows (g, g + 8) per m16n8 fragment
 
 
-def _k4_accumulators_per_lane():
-    f = "k4_ldmatrix_2d_warps.cu"
-    return (_const(f, "WM") // 16) * (_const(f, "WN") // 8) * (16 * 8 // 32)
+def _k4_mma_in_grid(size=4096):
+    """mma.sync m16n8k8 (warp instructions) k4 executes at size³: one per 16 x 8 x 8 block of the product."""
+    return (size // 16) * (size // 8) * (size // 8)
 
 
-# Why 15 %: every answer is exact arithmetic on a header's constants, and the near misses are at
-# least 33 % away: k3's shared memory (3 stages of 16 KB) against 2 stages (-33 %), one (-67 %) or
-# 2-byte elements (-50 %); k6's 64 float2 stores per lane against k5's 128 scalar ones (2x) or one row
-# per fragment (32, -50 %); k4's 128 accumulators per lane against the fragments' 16 x 8 elements counted
-# per warp instead of per lane (4096, 32x) or 2 per fragment (-50 %). 15 % accepts rounding (48 KB for
-# 49152 B) and rejects all of them; a guess of the order of magnitude rarely lands inside.
+# Why 15 %: every answer is exact arithmetic on a header's constants or the mma's shape, and the near
+# misses are at least 20 % away: k3's shared memory with STAGES = 5 (80 KB) against 4 or 6 stages
+# (-20 %, +20 %), the default 3 (-40 %) or 2-byte elements (-50 %); k6's warp-level STG.E.64 at 4096³
+# (262144) against scalar stores (2x), stores counted per lane (32x) or one row per fragment (-50 %);
+# k4's mma count at 4096³ (2^26) against m16n8k4 (2x), m16n8k16 (-50 %) or FMAs (1024x). 15 % accepts
+# rounding (6.7e7) and rejects all of them; a guess of the order of magnitude rarely lands inside.
+# None of the three numbers is printed in the lab's texts or kernels (tests/test_grade_exercises.py
+# looks): the default configuration's numbers are (48 KB, 64 stores per lane, 128 accumulators).
 REL_TOL = 0.15
 
 PREDICTIONS = [
-    Prediction("k3_shared_bytes", "k3: dynamic shared memory per block, in bytes (the default parameters)",
-               expected=_k3_shared_bytes, rel_tol=REL_TOL, unit="B",
-               hint="one stage's A and B tiles in bytes, times the stages"),
-    Prediction("k6_stg64_per_lane", "k6: 64-bit stores (STG.E.64) one lane issues for its warp tile of C",
-               expected=_k6_float2_stores_per_lane, rel_tol=REL_TOL, unit="stores",
-               hint="the m16n8 fragments of a warp tile, and which of a fragment's accumulators a lane holds"),
-    Prediction("k4_accumulators_per_lane", "k4: FP32 accumulator registers per lane",
-               expected=_k4_accumulators_per_lane, rel_tol=REL_TOL, unit="registers",
-               hint="the fragments of a warp tile, and how a 16 x 8 fragment of C spreads over 32 lanes"),
+    Prediction("k3_stages5_shared_bytes", "k3 built with STAGES = 5: its dynamic shared memory per block, in bytes",
+               expected=lambda: _k3_shared_bytes(5), rel_tol=REL_TOL, unit="B",
+               hint="one stage's A and B tiles in bytes (BM, BN, BK of k3's header), times the stages"),
+    Prediction("k6_stg64_in_grid_4096",
+               "k6 at M = N = K = 4096, beta = 0: STG.E.64 warp instructions its epilogue executes in the whole grid",
+               expected=_k6_stg64_in_grid, rel_tol=REL_TOL, unit="instructions",
+               hint="the values of C, how many one lane stores per STG.E.64, and how many lanes one warp "
+                    "instruction serves"),
+    Prediction("k4_mma_in_grid_4096", "k4 at M = N = K = 4096: mma.sync instructions (per warp) executed in the whole grid",
+               expected=_k4_mma_in_grid, rel_tol=REL_TOL, unit="instructions",
+               hint="the M, N and K of one TF32 mma.sync, and the M, N, K of the product"),
 ]
 
 PREDICTION_IDS = [p.id for p in PREDICTIONS]
