@@ -230,7 +230,14 @@ def probe_outputs(lab, live, results_dir=None, measure=False, arch=None):
         mine = _newest_of_arch(results_dir or lab.results_dir, "fragments-probe_*.json", arch)
         if measure or mine[0] is None:
             from .device import gpu_status
-            return lab.module("probe").run_all(), f"measured now on {gpu_status()[1]}"
+            from .errors import NotOnThisGPU
+            try:
+                return lab.module("probe").run_all(), f"measured now on {gpu_status()[1]}"
+            except NotOnThisGPU as e:     # a T4: no mma.m16n8k16 to probe; show the recorded probe
+                if rec is None:
+                    return None, e.message
+                return _probe_arrays(rec), (f"{e.message}; recorded on another GPU: "
+                                            f"{records.provenance(rec, path, root=_root(lab))}")
         rec, path = mine
         return _probe_arrays(rec), (f"recorded on this GPU's architecture ({arch}; the layouts are the "
                                     f"architecture's): {records.provenance(rec, path, root=_root(lab))}")

@@ -213,3 +213,28 @@ def test_a_test_that_meets_such_a_kernel_is_skipped_with_the_reason(tmp_path):
         test.unlink()
     assert "1 failed, 1 skipped" in run.stdout, run.stdout + run.stderr
     assert "v8 needs sm_80 or newer: cp.async stages" in run.stdout, run.stdout
+
+
+def test_the_fragment_explorer_on_a_t4_shows_the_probe_recorded_elsewhere(tmp_path, monkeypatch):
+    """The probe needs sm_80 (mma.m16n8k16): on a T4 the explorer says so and shows the recorded probe."""
+    import json
+    from types import SimpleNamespace
+    from common import fragments, views
+    from common.errors import NotOnThisGPU
+
+    def refuse():
+        raise NotOnThisGPU("the fragment probe needs sm_80 or newer (mma.m16n8k16 and TF32 mma); this is sm_75")
+    lab_dir = tmp_path / "labs" / "lab07"
+    (lab_dir / "results").mkdir(parents=True)
+    lab = SimpleNamespace(dir=lab_dir, results_dir=lab_dir / "results", gpu_arch=lambda: TURING,
+                          module=lambda name: SimpleNamespace(run_all=refuse))
+    monkeypatch.setattr("common.device.gpu_status", lambda: (True, "Tesla T4 (sm_75)"))
+    assert views.probe_outputs(lab, True) == (None, "the fragment probe needs sm_80 or newer (mma.m16n8k16 and "
+                                                    "TF32 mma); this is sm_75")
+    outputs = {e: fragments.model_probe_output(e).tolist()
+               for e in ("probe_ldmatrix", "probe_mma_f16", "probe_mma_tf32")}    # WMMA's layout: no model
+    (lab.results_dir / "fragments-probe_h200_2026-11-30_x.json").write_text(json.dumps(
+        {"gpu": {"name": "NVIDIA H200", "arch": "sm_90"}, "run": {"date": "2026-11-30"}, "outputs": outputs}))
+    got, source = views.probe_outputs(lab, True)
+    assert "needs sm_80" in source and "recorded on another GPU" in source and "NVIDIA H200" in source, source
+    assert all(line.startswith("PASS") for line in views.probe_verdicts(got))
