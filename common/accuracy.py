@@ -120,22 +120,23 @@ def methods(lab, rows):
 
 _SPLIT_SOURCE = r"""
 // x -> big = tf32(x) (ties away), small = tf32(x - big): both with their low 13 bits zero, so that any
-// TF32 GEMM reads them exactly. Inf or NaN x: big = +-1, small = x (common.precision.tf32_split: so that
-// Inf times a TF32 number, whose small part is 0, stays Inf)
+// TF32 GEMM reads them exactly. x is clamped to the largest TF32 first: an Inf or NaN x has a finite
+// big and small = x (common.precision.tf32_split: so that Inf times a TF32 number, whose small part is
+// 0, stays Inf)
 extern "C" __global__ void split_tf32(const float* __restrict__ x, float* __restrict__ big,
                                       float* __restrict__ small, unsigned long long n)
 {
+    const float TF32_MAX = __uint_as_float(0x7F7FE000u);
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x) {
         const float v = x[i];
         unsigned b, s;
-        asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(b) : "f"(v));
+        asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(b) : "f"(fminf(fmaxf(v, -TF32_MAX), TF32_MAX)));
         b &= 0xFFFFE000u;
         const float r = v - __uint_as_float(b);
         asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(s) : "f"(r));
-        const bool special = r != r;
-        big[i] = __uint_as_float(special ? b ^ 0x40000000u : b);
-        small[i] = special ? v : __uint_as_float(s & 0xFFFFE000u);
+        big[i] = __uint_as_float(b);
+        small[i] = __uint_as_float(s & 0xFFFFE000u);
     }
 }
 """

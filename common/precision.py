@@ -209,21 +209,25 @@ def tf32_round(x, ties="even"):
     return np.where(np.isfinite(x), r, x).astype(np.float32)
 
 
+TF32_MAX = float(np.array(0x7F7FE000, np.uint32).view(np.float32))    # (2 - 2^-10) 2^127
+
+
 def tf32_split(x, ties="even", small="round"):
     """(big, small): big = tf32(x), small = x - big rounded to TF32 (small="truncate": its low bits
     dropped, as a tensor core reads raw x - big), both float32 with TF32 values; x - big is exact in
-    FP32 (see "fp32_3xtf32" above). Where x is Inf or NaN, small = x and big = +-1 (x's sign): each
-    of the three products that meets x is then x times a finite part of the other operand, nonzero
-    unless the operand is 0, so Inf propagates as in FP32. (big = Inf, small = 0 would give
-    Inf x small_b = Inf x 0 = NaN whenever b is a TF32 number already.)"""
+    FP32 (see "fp32_3xtf32" above). x is clamped to +-TF32_MAX first, so big is always finite: where x
+    is Inf or NaN, small = x (and big = +-TF32_MAX). Each of the three products that meets an Inf is
+    then Inf times a finite part of the other operand, nonzero unless the operand is 0: Inf propagates
+    as in FP32. (big = Inf, small = 0 would give Inf x small_b = Inf x 0 = NaN whenever b is a TF32
+    number already.)"""
     x = np.ascontiguousarray(x, dtype=np.float32)
     finite = np.isfinite(x)
-    big = tf32_round(x, ties)
     with np.errstate(invalid="ignore"):
+        clamped = np.where(finite, np.clip(x, -TF32_MAX, TF32_MAX), np.copysign(np.float32(TF32_MAX), x))
+        big = tf32_round(clamped.astype(np.float32), ties)
         rest = np.where(finite, x - big, np.float32(0)).astype(np.float32)
     rest = tf32_truncate(rest) if small == "truncate" else tf32_round(rest, ties)
-    return (np.where(finite, big, np.copysign(np.float32(1), x)).astype(np.float32),
-            np.where(finite, rest, x).astype(np.float32))
+    return big, np.where(finite, rest, x).astype(np.float32)
 
 
 def precision(name):

@@ -8,7 +8,7 @@ small products first, optionally promoted to an FP32 running sum every KC of K."
 import numpy as np
 import pytest
 
-from common.precision import (PRECISIONS, TF32_SPLIT, precision, tf32_round, tf32_split,
+from common.precision import (PRECISIONS, TF32_MAX, TF32_SPLIT, precision, tf32_round, tf32_split,
                               tf32_truncate)
 
 P3 = precision("fp32_3xtf32")
@@ -111,10 +111,11 @@ def test_a_product_of_two_tf32_values_is_exact_in_fp32():
 
 
 def test_inf_and_nan_propagate_through_the_three_products_as_in_fp32():
-    """Inf times a TF32 number (small part 0) must stay Inf: the split puts Inf in small, +-1 in big."""
-    big, small = tf32_split(np.array([np.inf, -np.inf, np.nan, 1.0], np.float32))
-    assert list(big[:2]) == [1.0, -1.0] and np.isfinite(big[2]) and big[3] == 1.0
+    """Inf times a TF32 number (small part 0) must stay Inf: big is clamped to +-TF32_MAX, small = x."""
+    big, small = tf32_split(np.array([np.inf, -np.inf, np.nan, 1.0, 3.402e38], np.float32))
+    assert list(big[:2]) == [TF32_MAX, -TF32_MAX] and np.isfinite(big[2]) and big[3] == 1.0
     assert np.isposinf(small[0]) and np.isneginf(small[1]) and np.isnan(small[2]) and small[3] == 0.0
+    assert big[4] == TF32_MAX and np.float64(big[4]) + small[4] == pytest.approx(np.float64(np.float32(3.402e38)), rel=2.0 ** -22)
     a = np.array([[np.inf, 1.0], [-np.inf, 1.0], [np.nan, 1.0], [np.inf, 1.0], [np.inf, -np.inf]], np.float32)
     b = np.array([[1.0, 0.0, -np.inf], [2.0, 2.0, 2.0]], np.float32)     # 1.0: a TF32 number, small part 0
     with np.errstate(invalid="ignore", over="ignore"):
@@ -123,6 +124,16 @@ def test_inf_and_nan_propagate_through_the_three_products_as_in_fp32():
     assert np.array_equal(np.isnan(got), np.isnan(want))
     assert np.array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
     assert np.isposinf(got[0, 0]) and np.isneginf(got[1, 0]) and np.isposinf(got[1, 2])
+
+
+def test_the_split_in_k8s_integer_form_is_the_models_ties_away():
+    """k8 rounds big as (bits(clamp(x)) + 0x1000) & ~0x1FFF: bit for bit tf32_split(x, "away")'s big."""
+    x = np.concatenate([draw(1, 200000, np.random.default_rng(4), "wide").ravel(),
+                        np.array([3.4e38, -3.4e38, 1.5, -2.5 * 2.0 ** -10, 0.0], np.float32)])
+    clamped = np.clip(x, -TF32_MAX, TF32_MAX).astype(np.float32)
+    k8_big = ((clamped.view(np.uint32).astype(np.uint64) + 0x1000) & 0xFFFFE000).astype(np.uint32)
+    big, _ = tf32_split(x, "away")
+    assert np.array_equal(k8_big, big.view(np.uint32))
 
 
 def test_the_split_roundoff_covers_the_dropped_terms():

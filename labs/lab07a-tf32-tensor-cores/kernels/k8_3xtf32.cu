@@ -17,7 +17,7 @@
 //
 // What k8 changes in k7:
 // 1. The split at the fragment load: every A and B element loaded from shared memory becomes a big
-//    and a small register (split_tf32 below: cvt, mask, FADD, two selects for Inf). Shared memory
+//    and a small register (split_tf32 below: a clamp, an integer rounding, an FADD). Shared memory
 //    still holds plain FP32; the split costs a few ALU instructions per element and no extra loads.
 // 2. Three mma.sync per (m16, n8) fragment pair and k8 step: small.big and big.small first, then
 //    big.big, each pass over the MI accumulators of one B fragment, so that MI consecutive mma are
@@ -32,14 +32,12 @@
 //    128 x 128, 8 warps, at most 255 registers each.
 // Everything else is k7: ldmatrix A fragments, swizzled tiles, cp.async pipeline with the XOR stage
 // toggle, full unrolling of the k8 loop, GROUP rasterization, float2 stores.
-// Inputs up to 2^127 in magnitude (big must not round to Inf); Inf and NaN propagate as in FP32
-// (split_tf32 says how).
+// Every FP32 input is split, the largest too; Inf and NaN propagate as in FP32 (split_tf32 says how).
 //
 // SASS to look for: 3 x (BK/8) x MI x NJ HMMA.1688.F32.TF32 per tile (48 per k8 step), three times
-// k7's per step of a warp tile this size; per split element one conversion (sm_90+:
-// F2FP.TF32.F32.PACK_B; sm_80..89: FSETP + predicated add of 0x1000), a LOP3 (the mask), an FADD
-// (x - big), FSETP.NAN and selects (Inf and NaN); the promotion's MI x NJ x 4 = 64 FADDs once per
-// KCHUNK, behind a branch; STG.E.64 in the epilogue; no local memory.
+// k7's per step of a warp tile this size; per split element two FMNMX (the clamp), an IADD3 and a LOP3
+// (the rounding) and an FADD (x - big), on every architecture; the promotion's MI x NJ x 4 = 64 FADDs
+// once per KCHUNK, behind a branch; STG.E.64 in the epilogue; no local memory.
 
 // BEGIN PARAMETERS
 #ifndef BM
@@ -127,28 +125,23 @@ static_assert(SMEM_BYTES <= 227 * 1024, "k8: shared memory above the 227 KB a bl
 // END PARAMETERS
 
 // x -> (big, small) with x = big + small to 2^-23 |x| as the tensor core reads them (common/precision.py
-// derives it). big: rounded to the nearest TF32, its low 13 bits then cleared (on sm_80..89 cvt.rna
-// leaves them set, and x - big must see big's TF32 value). small = x - big is exact in FP32 and needs
-// no conversion: the tensor core drops its low 13 bits, and truncating x - big (13 significant bits at
-// most) to TF32's 11 errs no more than rounding it would (one FP32 ulp of x).
-// Inf and NaN: x - big is NaN. Then small = x and big = +-1 (the XOR turns the exponent of Inf into
-// that of 1.0, keeping the sign): every product that meets x is x times a finite nonzero part of the
-// other operand, so Inf times b is +-Inf as in FP32 (NaN where b = 0 or meets -Inf, as in FP32), and
-// a NaN stays NaN. With big = Inf and small = 0 instead, Inf x small_b = Inf x 0 = NaN for any b that
-// is a TF32 number already (small_b = 0): Inf would come out NaN.
+// derives it). big: x rounded to the nearest TF32 (ties away, as cvt.rna) by adding half of TF32's last
+// place to FP32's bits and clearing the 13 below it: the integer form of what ptxas emits for cvt.rna on
+// sm_80..89, and big's low bits are zero, as x - big must see big's TF32 value. small = x - big is exact
+// in FP32 and needs no conversion: the tensor core drops its low 13 bits, and truncating x - big (13
+// significant bits at most) to TF32's 11 errs no more than rounding it would (one FP32 ulp of x).
+// Inf and NaN: x is first clamped to the largest TF32 number, +-(2 - 2^-10) 2^127, so big is finite and
+// small = x - big is x itself (+-Inf, or NaN). Every product that meets an Inf then meets a finite part
+// of the other operand, nonzero unless that operand is 0: Inf propagates as in FP32 (NaN where it meets
+// 0 or an Inf of the other sign, as in FP32); a NaN stays NaN. (Unclamped, big = Inf and small = NaN;
+// with small = 0 instead, Inf x small_b = Inf x 0 = NaN for every b that is a TF32 number already.)
 __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& small)
 {
-    uint32_t b;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(b) : "f"(x));
-#else
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(b) : "f"(x));
-#endif
-    b &= 0xFFFFE000u;
-    const float r = x - __uint_as_float(b);
-    const bool special = r != r;                // x is Inf or NaN
-    big = special ? b ^ 0x40000000u : b;
-    small = __float_as_uint(special ? x : r);
+    const float TF32_MAX = __uint_as_float(0x7F7FE000u);            // (2 - 2^-10) 2^127
+    const float clamped = fminf(fmaxf(x, -TF32_MAX), TF32_MAX);     // a NaN clamps to -TF32_MAX
+    const uint32_t b = (__float_as_uint(clamped) + 0x1000u) & 0xFFFFE000u;
+    big = b;
+    small = __float_as_uint(x - __uint_as_float(b));
 }
 
 __device__ __forceinline__ int a_off(int m, int k)
