@@ -121,3 +121,32 @@ def test_tunings_legality_is_k7s_static_asserts_asked_of_the_compiler():
     assert why == "k7: STAGES must be 2, 4 or 8: the stage index advances by a mask toggle"
     assert why in (LAB.kernels_dir / "k7_unroll_xor_stages.cu").read_text()
     assert "def reason_illegal" not in Path(t.__file__).read_text()
+
+
+def test_the_gpu_path_on_a_simulated_gpu_loses_what_each_marked_bug_must(graded, tmp_path, monkeypatch):
+    """The reference scores every GPU check, the untouched workspace none, and each known-wrong kernel
+    whose bug the simulated GPU can play (`BUG [effect]`, common/grading/simgpu) loses `correct` for
+    its own reason: a crash for a misaligned float4 or float2, a wrong element for the others."""
+    from pathlib import Path as _P
+    from common.grading import simgpu
+    needs_cuobjdump()
+    simgpu.use(monkeypatch, tmp_path / "bin")
+    g = Grading(LAB)
+    g.build_dir = graded["g"].build_dir                     # the kernels the fixture compiled
+    env = grader.Env(True, "a simulated GPU", ARCH, 7, tmp_path / "work")
+    wanted = {"k2_swizzle_splits_float4": "crashed on the GPU", "k3_no_wait": "wrong element",
+              "k3_prologue_one_tile": "wrong element", "k6_float2_in_scalar": "crashed on the GPU",
+              "k6_pair_swapped": "wrong element", "k4_ldmatrix_wrong_lane_rows": "wrong element"}
+    jobs = selftest.jobs(g, tmp_path / "ws")
+    jobs[0].parts = [p.name for p in g.code_parts]
+    jobs = jobs[:2] + [j for j in jobs[2:] if _P(j.name).stem in wanted]
+    assert len(jobs) == 2 + len(wanted)
+    ref, untouched, *wrong = grader.grade_many(g, jobs, env, progress=False)
+    for p in ref.parts:
+        for c in p.checks:
+            assert c.status == grader.PASS, (p.name, c.check, c.reason)
+    for p in untouched.parts:
+        assert p.points == 0, (p.name, [c.check for c in p.checks if c.status == grader.PASS])
+    for job, r in zip(jobs[2:], wrong):
+        c = r.result(r.parts[0].name, "correct")
+        assert c.status == grader.FAIL and wanted[_P(job.name).stem] in c.reason, (job.name, c.reason)
