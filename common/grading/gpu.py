@@ -257,7 +257,7 @@ def run_one_part(lab, g, item, out_file):
             try:
                 res[c.kind] = _measure(lab, g, k, c, funcs, item, rng)
             except cuda.Error as e:
-                crash(c.kind, _label(k, k.variant_for(*c.shape), c.shape), e)
+                crash(c.kind, _label(k, k.variant_for(*measure_shape(c.shape)), measure_shape(c.shape)), e)
     res["stage"] = "done"
     _write_json(out_file, res)
     return res
@@ -270,16 +270,25 @@ def _measure(lab, g, k, check, funcs, item, rng):
     from common.timing import L2Flusher
     import pycuda.driver as cuda
     from . import measures
-    variant = k.variant_for(*check.shape)
+    shape = measure_shape(check.shape)
+    variant = k.variant_for(*shape)
     problem = lambda shape: Problem(cuda, k, *shape, rng)
     if check.kind == "bandwidth":
         flusher = L2Flusher(gpu_facts()["l2_bytes"])
         try:
-            return measures.measure_bandwidth(cuda, problem, funcs[variant], check.shape, flusher, g.TIMING_BUDGET_S)
+            return measures.measure_bandwidth(cuda, problem, funcs[variant], shape, flusher, g.TIMING_BUDGET_S)
         finally:
             flusher.buf.free()
     ref = load_function(item["reference_cubin"], k.entries[variant], k.shared_bytes, k.signature)
-    return measures.measure_bitwise(problem, funcs[variant], ref, check.shape)
+    return measures.measure_bitwise(problem, funcs[variant], ref, shape)
+
+
+def measure_shape(shape):
+    """A measured check's shape; N and K divided by GRADE_MEASURE_DIV when it is set (the grader's
+    tests on a simulated GPU set it; nothing else should)."""
+    div = int(os.environ.get("GRADE_MEASURE_DIV") or 1)
+    M, N, K = shape
+    return (M, max(1, N // div), max(1, K // div))
 
 
 def worker_parts(lab, g, spec_file, out_dir):

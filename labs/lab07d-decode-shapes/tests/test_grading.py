@@ -5,6 +5,7 @@ and predictions' keys against their near misses. The GPU half is `make grade-sel
 course's GPU test runs it for every graded lab); its verdicts are tested on synthetic data in the
 course's tests/test_grading_measures.py."""
 import math
+from pathlib import Path
 import pytest
 
 from common.grading import grader, patches, selftest
@@ -54,9 +55,9 @@ def test_every_part_has_two_known_wrong_kernels_that_lose_for_different_checks_o
 
 
 def test_the_measured_checks_sit_where_their_mistakes_show():
-    """bitwise needs several splits (with 2 the order cannot matter: a + b = b + a) and a layout no
-    correctness shape uses (a counter left behind must show in the repeated runs, not spoil another
-    shape's first launch); bandwidth runs where the GEMV is a copy (M = 1) and big enough to leave L2."""
+    """bitwise needs several splits (with 2 the order cannot matter) and a layout no correctness shape
+    uses (the reference's run there starts from a clean workspace); bandwidth runs where the GEMV is a
+    copy (M = 1) and big enough to leave L2."""
     lab_launch = LAB.module("launch")
     k = LAB.kernel("skinny_fp16")
     bm, bn = k.tile
@@ -66,7 +67,6 @@ def test_the_measured_checks_sit_where_their_mistakes_show():
     tiles, splits = layout(*P.BITWISE_SHAPE)
     assert splits >= 3
     assert (tiles, splits) not in {layout(*s) for s in P.SPLIT_SHAPES}
-    assert len({layout(*s) for s in P.SPLIT_SHAPES}) == len(P.SPLIT_SHAPES)
     assert max(layout(*s)[1] for s in P.SPLIT_SHAPES) >= 8 and any(s[1] % 8 for s in P.SPLIT_SHAPES)
     M, N, K = P.BANDWIDTH_SHAPE
     assert M == 1 and N * K * 4 > 4 * 50 * 2 ** 20          # far past the H200's 50 MB of L2
@@ -219,3 +219,47 @@ def test_the_predictions_answers_are_not_in_what_a_student_reads(graded):
         v = p.answer()
         for shown in {f"{v:.0f}", f"{v:.1f}", f"{v:.2f}", f"{v:g}"} - {str(n) for n in range(10)}:
             assert f" {shown} " not in texts and f" {shown}\n" not in texts, (p.id, shown)
+
+
+# ---------------------------------------------------------------------------------------------
+# The GPU path on a simulated GPU (common/grading/simgpu: numpy behind the pycuda calls the worker makes)
+# ---------------------------------------------------------------------------------------------
+
+def test_the_gpu_path_of_the_kernel_parts_on_a_simulated_gpu(graded, tmp_path, monkeypatch):
+    """Correctness, the re-check, the bandwidth against a copy and the repeated runs, run by the
+    grader's workers with every kernel simulated: each known-wrong kernel's `BUG [effect]` makes it
+    misbehave as the real one does (simgpu/pycuda/driver.py), and must lose its GPU checks for its own
+    reason. This checks the grader's machinery on this lab's parts, not the kernels (a GPU does that:
+    `make grade-selftest`). The dispatch part's GPU check needs cuBLAS: its verdicts are tested on
+    synthetic timings (tests/test_grading_rules.py)."""
+    from common.grading import simgpu
+    needs_cuobjdump()
+    simgpu.use(monkeypatch, tmp_path / "bin")
+    monkeypatch.setenv("GRADE_MEASURE_DIV", "4")       # 1 x 2048 x 2048 and 16 x 256 x 4096
+    g = Grading(LAB)
+    g.build_dir = graded["g"].build_dir                # the kernels graded[] compiled
+    env = grader.Env(True, "a simulated GPU", ARCH, 99, tmp_path / "work")
+    jobs = selftest.jobs(g, graded["root"] / "ws")
+    kernel_parts = [p.name for p in g.code_parts if not p.rules]
+    jobs[0].parts = kernel_parts
+    jobs[1].parts = kernel_parts
+    jobs = jobs[:2] + [j for j, w in zip(jobs[2:], G.wrong) if w.part in kernel_parts]
+    ref, untouched, *wrong = grader.grade_many(g, jobs, env, progress=False)
+    for name in kernel_parts:
+        for c in ref.part(name).checks:
+            assert c.status == grader.PASS, (name, c.check, c.reason)
+        assert untouched.part(name).points == 0
+    assert ref.result("gemv", "bandwidth").details["pct_of_copy"] > 100
+    assert ref.result("splits", "bitwise").details["runs"] == 20
+    want = {"gemv_one_row_at_a_time": ("bandwidth", "of the copy bandwidth at 1x2048x2048"),
+            "gemv_tail_reads_past_k": ("correct", "NaN at"),
+            "skinny_atomicadd_into_c": ("correct", "NaN"),        # NaN + x is the poison: "never wrote"
+            "skinny_last_block_own_first": ("bitwise", "the order of the additions changes from run to run"),
+            "skinny_counter_left_set": ("correct", "never wrote")}    # the scalar entry after the vec one
+    for job, r in zip(jobs[2:], wrong):
+        check, words = want[Path(job.name).stem]
+        part = r.parts[0].name
+        c = r.result(part, check)
+        assert c.status == grader.FAIL and words in c.reason, (job.name, c.reason, r.lost_lines())
+        w = next(w for w in G.wrong if w.name == Path(job.name).stem)
+        assert {x.check for x in r.lost()} >= set(w.lose_here) | set(w.lose_on_gpu), (job.name, r.lost_lines())

@@ -13,6 +13,12 @@ to FP32. What else it does is taken from its source:
   BUG [caches-result]              a second launch with the same pointers and shape does nothing
   BUG [float4-unaligned]           rows of A or B not 16-byte aligned: a sticky "misaligned address"
   BUG [wrong-element]              one element of C wrong
+  BUG [reads-past-b]               adds 0 x (the element just past the end of B) to C's first element
+  BUG [accumulates-into-c]         C = C + A.B: what was there before stays in (NaN poison: NaN)
+  BUG [order-varies]               every other launch, one element of C one ulp off (the order of a
+                                   reduction changing from run to run)
+  BUG [counter-left-set]           a launch with splits > 1 at a shape launched before writes nothing
+  BUG [slow-loads]                 the launch takes 10 times as long (too few bytes in flight)
   (BUG [race] is for the fake compute-sanitizer: common/grading/simgpu/__init__.py)
 It simulates the grader's machinery, not the kernels: those run on a real GPU.
 """
@@ -82,6 +88,9 @@ class Device:
 
     def total_memory(self):
         return 1 << 34
+
+    def get_attribute(self, attr):
+        return self.get_attributes()[attr]
 
     def get_attributes(self):
         return {"sms": 4, "clock": 1_000_000, "mclock": 1_000_000, "bus": 256, "l2": 1 << 20,
@@ -154,6 +163,16 @@ def memcpy_dtoh(host, ptr):
     host.view(np.uint8).ravel()[:] = _view(ptr, host.nbytes)
 
 
+def memcpy_dtod(dst, src, nbytes):
+    _check()
+    _view(dst, nbytes)[:] = _view(src, nbytes)
+    _spend_bytes(2 * nbytes)
+
+
+def memcpy_dtod_async(dst, src, nbytes, stream=None):
+    memcpy_dtod(dst, src, nbytes)
+
+
 def to_device(host):
     a = mem_alloc(host.nbytes)
     memcpy_htod(a, host)
@@ -168,6 +187,12 @@ _clock_ms = 0.0
 def _spend(flops):
     global _clock_ms
     _clock_ms += 0.005 + flops / 1e9
+
+
+def _spend_bytes(nbytes):
+    """A copy: 5 us plus its bytes (read + write) at 1 TB/s."""
+    global _clock_ms
+    _clock_ms += 0.005 + nbytes / 1e9
 
 
 class Event:
@@ -203,13 +228,32 @@ class Module:
     def get_function(self, entry):
         return Function(self, entry)
 
+    def _from_macro(self, entry):
+        """The parameter list of an entry point a macro defines: `GEMV_ENTRY(entry, float, 1, true)`
+        with `#define GEMV_ENTRY(NAME, T, ...) extern "C" ... NAME(int M, ..., const T* A, ...)`."""
+        for call in re.finditer(r"\b(\w+)\(\s*" + re.escape(entry) + r"\s*,([^)]*)\)", self.text):
+            d = re.search(r"#define\s+" + call.group(1) + r"\(([^)]*)\)((?:.*\\\n)*.*)", self.text)
+            if not d:
+                continue
+            names = [x.strip() for x in d.group(1).split(",")]
+            args = [entry] + [x.strip() for x in call.group(2).split(",")]
+            body = d.group(2).replace("\\\n", " ")
+            m = re.search(r'extern\s+"C".*?\b' + names[0] + r"\s*\(([^)]*)\)", body)
+            if m:
+                plist = m.group(1)
+                for n_, a_ in zip(names, args):
+                    plist = re.sub(r"\b" + re.escape(n_) + r"\b", a_, plist)
+                return plist
+        return None
+
     def parameters(self, entry):
         """[(name, element type or None)] of the entry point's parameters, from the source."""
         m = re.search(r'extern\s+"C"[^;{]*?\b' + re.escape(entry) + r"\s*\(([^)]*)\)", self.text, re.S)
-        if not m:
+        plist = m.group(1) if m else self._from_macro(entry)
+        if plist is None:
             raise LogicError(f"named symbol not found (simulated: no entry point {entry} in {self.source})")
         out = []
-        for p in m.group(1).split(","):
+        for p in plist.split(","):
             words = re.findall(r"[A-Za-z_]\w*", p)
             elem = next((_ELEMENT[w] for w in words[:-1] if w in _ELEMENT), None)
             out.append((words[-1], elem if "*" in p else None))
@@ -217,6 +261,7 @@ class Module:
 
 
 _memo = set()
+_launches = {}          # module -> launches so far (order-varies)
 
 
 def _bf16(bits):
@@ -262,14 +307,26 @@ class Function:
             return x.reshape(rows, cols).astype(np.float64)
 
         A, B = read(a, M, K), read(b, K, N)
+        if "counter-left-set" in fx and int(v.get("splits", 1)) > 1:
+            key = (str(self.module.path), M, N, K, int(v["splits"]))
+            if key in _memo:
+                return
+            _memo.add(key)
+        if "reads-past-b" in fx:
+            A = A.copy()
+            A[0, 0] = A[0, 0] + read(b + K * N * el, 1, 1)[0, 0] * 0.0
         if "reads-past-a" in fx:
             A = A.copy()
             A[M - 1, 0] = A[M - 1, 0] + read(a + M * K * el, 1, 1)[0, 0] * 0.0
         C = alpha * (A @ B)
-        if beta != 0.0:
-            C = C + beta * _view(c, M * N * 4).view(np.float32).reshape(M, N).astype(np.float64)
+        if beta != 0.0 or "accumulates-into-c" in fx:
+            C = C + (beta or 1.0) * _view(c, M * N * 4).view(np.float32).reshape(M, N).astype(np.float64)
         C = C.astype(np.float32)
-        _spend(2.0 * M * N * K)
+        _spend(2.0 * M * N * K * (10 if "slow-loads" in fx else 1))
+        if "order-varies" in fx:
+            n = _launches[self.module.path] = _launches.get(self.module.path, 0) + 1
+            if n % 2:
+                C[M // 2, N // 2] = np.nextafter(C[M // 2, N // 2], np.float32(np.inf))
         if "wrong-element" in fx and M * N > 1:
             C[M // 2, N // 2] += 1.0
         _view(c, M * N * 4).view(np.float32)[:] = C.ravel()
