@@ -7,7 +7,8 @@
                                      random signs (a wide exponent range inside one dot product)
     draw(kind, rows, cols, rng)      float32 inputs of one distribution
     relative_errors(C, ref, abs_ref) -> {"max", "rms"} of |C - ref| / (|A|.|B|), element by element
-    study_rows(lab)                  the lab's ACCURACY_ROWS as rows of its table (CourseError if none)
+    study_rows(lab)                  the lab's ACCURACY_ROWS as rows of its table, or builds of them with
+                                     other parameters (CourseError if none)
     parse_ks(text), ks_for(args)     the K values to study
     composed_3xtf32(blas)            three cuBLAS TF32 GEMMs of the split operands, as one call
                                      (M, N, K, a, b, c) on device pointers (common.precision: tf32x3_cublas)
@@ -100,12 +101,17 @@ def ks_for(args):
 
 
 def study_rows(lab):
-    """The rows of the lab's table the study measures beside cuBLAS (its ACCURACY_ROWS)."""
+    """The rows of the lab's table the study measures beside cuBLAS (its ACCURACY_ROWS): kernel names, or
+    (name, {parameter: value}) for a build of a row with other parameters (a build that never promotes)."""
     names = lab.option("ACCURACY_ROWS")
     if not names:
         raise CourseError(f"{lab.name} declares no rows for the accuracy study",
-                          hint="its table (lab.py) needs ACCURACY_ROWS = [kernel names]")
-    return [lab.kernel(n) for n in names]
+                          hint="its table (lab.py) needs ACCURACY_ROWS = [kernel names, or (name, {PARAM: value})]")
+    rows = []
+    for entry in names:
+        name, params = (entry, {}) if isinstance(entry, str) else entry
+        rows.append(lab.kernel(name).with_params(**params))
+    return rows
 
 
 def methods(lab, rows):

@@ -71,8 +71,8 @@ def test_ks_come_from_the_arguments_or_the_defaults():
 
 
 def test_the_lab_declares_its_rows_and_a_lab_without_them_is_told_what_to_add():
-    assert [k.name for k in acc.study_rows(LAB7A)] == list(LAB7A.option("ACCURACY_ROWS"))
-    assert "k8" in LAB7A.option("ACCURACY_ROWS")
+    assert [k.name for k in acc.study_rows(LAB7A)] == ["k7", "k8", "k8[KCHUNK65536]"]
+    assert acc.study_rows(LAB7A)[2].defines == {"KCHUNK": 65536}          # a build: one chain over all of K
     names = [m["name"] for m in acc.methods(LAB7A, acc.study_rows(LAB7A))]
     assert names[:3] == ["cuBLAS SGEMM", "cuBLAS TF32", "cuBLAS 3xTF32 (3 calls)"]
     with pytest.raises(CourseError, match="declares no rows") as e:
@@ -157,7 +157,7 @@ def test_a_quick_study_measures_every_method_within_its_bound(tmp_path, monkeypa
     monkeypatch.setattr(LAB7A, "results_dir", tmp_path)
     record = acc.accuracy(LAB7A, args(ks="256,2048", size=128))
     methods = {r["method"] for r in record["results"]}
-    assert methods == {"cuBLAS SGEMM", "cuBLAS TF32", "cuBLAS 3xTF32 (3 calls)", "k7", "k8"}
+    assert methods == {"cuBLAS SGEMM", "cuBLAS TF32", "cuBLAS 3xTF32 (3 calls)", "k7", "k8", "k8[KCHUNK65536]"}
     assert all(r["within_bound"] for r in record["results"])
     at = {(r["distribution"], r["method"], r["K"]): r for r in record["results"]}
     for kind in acc.DISTRIBUTIONS:
@@ -215,7 +215,7 @@ def test_the_whole_study_on_numpy_models_of_the_methods(tmp_path, monkeypatch, c
     monkeypatch.setattr(LAB7A, "build", lambda *a, **k: {})
     monkeypatch.setattr(LAB7A, "results_dir", tmp_path)
     kernels = {"k7": "tf32", "k8": "3x"}
-    monkeypatch.setattr(LAB7A, "launcher", lambda k, M, N, K: (lambda a, b, c: model(kernels[k.name])(M, N, K, a, b, c)))
+    monkeypatch.setattr(LAB7A, "launcher", lambda k, M, N, K: (lambda a, b, c: model(kernels[k.base_name])(M, N, K, a, b, c)))
 
     def on_host(run, M, N, A, B, ref, abs_ref):
         C = np.full((M, N), np.nan, np.float32)
@@ -227,7 +227,7 @@ def test_the_whole_study_on_numpy_models_of_the_methods(tmp_path, monkeypatch, c
     out = capsys.readouterr().out
     assert "every result within its method's bound" in out and "full data:" in out
     at = {(r["distribution"], r["method"], r["K"]): r for r in record["results"]}
-    assert len(at) == 2 * 2 * 5
+    assert len(at) == 2 * 2 * 6
     for kind in acc.DISTRIBUTIONS:
         for K in (64, 512):
             assert at[kind, "k8", K]["max"] == at[kind, "cuBLAS 3xTF32 (3 calls)", K]["max"]     # the same model

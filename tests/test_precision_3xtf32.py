@@ -62,6 +62,22 @@ def tensor_core_3xtf32(A, B, chunk=None):
     return (total + acc).astype(np.float64)
 
 
+def per_mma_3xtf32(A, B, chunk=None):
+    """As tensor_core_3xtf32, with one truncation per mma (8 products and the accumulator summed, then
+    truncated to FP32): the hardware's alignment is finer than a truncation per product."""
+    (Ab, As), (Bb, Bs) = tf32_split(A, small="truncate"), tf32_split(B, small="truncate")
+    f = [x.astype(np.float64) for x in (Ab, As, Bb, Bs)]
+    K = A.shape[1]
+    acc = np.zeros((A.shape[0], B.shape[1]), np.float32)
+    total = np.zeros_like(acc)
+    for k0 in range(0, K, 8):
+        for a, b in ((f[1], f[2]), (f[0], f[3]), (f[0], f[2])):
+            acc = _truncate_to_fp32(acc.astype(np.float64) + a[:, k0:k0 + 8] @ b[k0:k0 + 8, :])
+        if chunk and (k0 + 8) % chunk == 0:
+            total, acc = (total + acc).astype(np.float32), np.zeros_like(acc)
+    return (total + acc).astype(np.float64)
+
+
 def ratio(C, A, B, prec=P3, roundoff=None):
     """max |C - A.B| / tolerance over the elements: <= 1 passes."""
     A64, B64 = A.astype(np.float64), B.astype(np.float64)
@@ -202,3 +218,23 @@ def test_the_3xtf32_ceiling_is_a_third_of_the_tf32_peak():
     peaks = {"tf32_tensor": 494.0, "fp32": 67.0}
     assert P3.peak(peaks) == pytest.approx(494.0 / 3) and precision("tf32_tensor").peak(peaks) == 494.0
     assert precision("fp32").peak(peaks) == 67.0 and P3.peak({}) is None
+
+
+def test_shorter_mma_chains_err_less_and_k8s_default_is_near_fp32_in_the_model():
+    """k8's header: in the per-mma truncation model at K = 256, chains of 64 (its KCHUNK) err within 3x
+    FP32 FFMA's RMS, chains of 128 more, one chain over all of K most."""
+    from common.lab import load
+    kchunk = load("lab07a-tf32-tensor-cores").kernel("k8").tiling.params["KCHUNK"]
+    rng = np.random.default_rng(12)
+    A, B = rng.standard_normal((48, 256)).astype(np.float32), rng.standard_normal((256, 48)).astype(np.float32)
+    A64, B64 = A.astype(np.float64), B.astype(np.float64)
+    ref, abs_ref = A64 @ B64, np.abs(A64) @ np.abs(B64)
+    ffma = np.zeros((48, 48), np.float32)
+    for k in range(256):                                    # FFMA: one rounding to nearest per product
+        ffma = (ffma + np.outer(A64[:, k], B64[k, :])).astype(np.float32)
+
+    def rms(C):
+        return float(np.sqrt(np.mean(((C - ref) / abs_ref) ** 2)))
+    ours, longer, whole = (rms(per_mma_3xtf32(A, B, c)) for c in (kchunk, 2 * kchunk, None))
+    assert ours < longer < whole
+    assert ours <= 3 * rms(ffma.astype(np.float64))

@@ -76,8 +76,9 @@ LADDER_PRECISION = {"tf32": "tf32_tensor"}       # the ladder's baseline: cuBLAS
 # cuBLAS SGEMM timed in the same run, as one more row; 3xtf32's baseline is SGEMM (k8's precision), beside
 # cuBLAS TF32 and the same split done with three cuBLAS TF32 calls
 EXTRA_BASELINES = {"tf32": ["fp32"], "3xtf32": ["tf32_tensor", "tf32x3_cublas"]}
-# make accuracy (common/accuracy.py): the fused rows whose error is measured beside cuBLAS's, K = 256..65536
-ACCURACY_ROWS = ["k7", "k8"]
+# make accuracy (common/accuracy.py): the fused rows whose error is measured beside cuBLAS's, K = 256..65536,
+# and k8 built with one mma chain over all of K (no promotion): what the promotion buys
+ACCURACY_ROWS = ["k7", "k8", ("k8", {"KCHUNK": 65536})]
 BENCH_SIZES = [1024, 2048, 4096, 8192]
 SELFCHECK_SHAPES = [(1, 1, 1), (17, 33, 9), (127, 129, 132), (129, 127, 64), (1000, 3, 520), (256, 260, 64)]
 # make tune: k7's defaults ({}) first, then the sweep of tuning.py; illegal = k7's static_asserts (the compiler's word)

@@ -66,11 +66,12 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1  // blocks per SM the register allocation must allow (__launch_bounds__ 2nd argument)
 #endif
-// KCHUNK: 48 chained mma per accumulator (3 per k8 step), then 64 FADDs per lane: 1 FADD per 12 HMMA of
-// a warp. DeepGEMM promotes its FP8 sums every 128 of K too. The error of a chain grows with its length,
-// the FADDs' with K / KCHUNK, rounded to nearest: `make accuracy` shows what is left at K = 65536.
+// KCHUNK: 24 chained mma per accumulator (3 per k8 step), then 64 FADDs per lane: 1 FADD per 6 HMMA of a
+// warp. A numpy model of truncating accumulation (one truncation per mma) puts chains of 128 at 2-4x the
+// error of FP32 FFMA at K = 256, chains of 64 at 1-2x, chains of 32 below it; DeepGEMM promotes its FP8
+// sums every 128 of K. `make accuracy` measures 64 beside a build whose chain is all of K.
 #ifndef KCHUNK
-#define KCHUNK 128  // K of one mma chain before it is promoted to the FP32 running sum (a multiple of BK)
+#define KCHUNK 64   // K of one mma chain before it is promoted to the FP32 running sum (a multiple of BK)
 #endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)
