@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from . import report
+from .check import reference         # (A.B, |A|.|B|) in float64, from the float32 inputs
 from .errors import CourseError
 from .precision import precision
 
@@ -57,12 +58,6 @@ def draw(kind, rows, cols, rng):
     else:
         raise CourseError(f"there is no distribution {kind!r}", hint=f"one of {', '.join(DISTRIBUTIONS)}")
     return np.ascontiguousarray(x, dtype=np.float32)
-
-
-def reference(A, B):
-    """The float64 product of the float32 inputs and |A|.|B|."""
-    A64, B64 = A.astype(np.float64), B.astype(np.float64)
-    return A64 @ B64, np.abs(A64) @ np.abs(B64)
 
 
 def relative_errors(C, ref, abs_ref):
