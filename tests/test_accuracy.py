@@ -244,3 +244,22 @@ def test_the_whole_study_on_numpy_models_of_the_methods(tmp_path, monkeypatch, c
         acc.accuracy(LAB7A, args(ks="64", size=48))
     assert "k8" in e.value.message and "cuBLAS TF32" not in e.value.message
     assert len(list(tmp_path.glob("lab07a-accuracy_numpy-gpu_*-2.json"))) == 1      # the first one kept
+
+
+def test_the_benchs_extra_row_finds_the_three_call_composition_through_its_precision(monkeypatch):
+    """Measurer times an extra baseline as precision(x).cublas(blas)(M, N, K, a, b, c): for
+    tf32x3_cublas that is common.accuracy.composed_3xtf32(blas), made once per cuBLAS handle."""
+    made = []
+
+    class FakeComposed:
+        def __init__(self, blas):
+            made.append(blas)
+
+    monkeypatch.setattr(acc, "_Composed", FakeComposed)
+
+    class Blas:
+        sgemm = "the sgemm method"
+    blas = Blas()
+    call = precision("tf32x3_cublas").cublas(blas)
+    assert isinstance(call, FakeComposed) and precision("tf32x3_cublas").cublas(blas) is call and made == [blas]
+    assert precision("fp32_3xtf32").cublas(blas) == "the sgemm method"
