@@ -16,7 +16,7 @@
 //                    address the instruction should ignore point at "poison" rows, so if the
 //                    hardware used them, it shows.
 //   probe_mma_f16    mma.sync.m16n8k16.row.col.f32.f16.f16.f32: the A and B fragments as loaded by
-//                    ldmatrix with the standard addressing (tooling-facts 3.3), then D = A.S for
+//                    ldmatrix with the standard addressing (below), then D = A.S for
 //                    selector matrices S (D's element (r, n) is A's element (r, n) or (r, n+8)) and
 //                    D = I.B (D's element (k, n) is B's element (k, n)). D's values are tags, so each
 //                    lane's D registers say where the model's C/D layout puts them.
@@ -134,7 +134,7 @@ extern "C" __global__ void __launch_bounds__(32) probe_mma_f16(unsigned* __restr
     }
     __syncwarp();
 
-    // Standard addressing (tooling-facts 3.3): A .x4 lane l -> &As[l%16][(l/16)*8] gives a0a1,
+    // Standard addressing: A .x4 lane l -> &As[l%16][(l/16)*8] gives a0a1,
     // a2a3, a4a5, a6a7; B .x2.trans lane l -> &Bs[l%16][0] gives b0b1, b2b3 (lanes 16-31 repeat
     // lanes 0-15's addresses, which .x2 ignores).
     const int arow = lane % 16, acol = (lane / 16) * 8, brow = lane % 16;

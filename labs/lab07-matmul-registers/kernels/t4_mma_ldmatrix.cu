@@ -15,14 +15,14 @@
 //
 // What it adds over t3.
 //  1. mma.sync.aligned.m16n8k16 in inline PTX instead of WMMA. WMMA's 16x16x16 is two of these; with
-//     the PTX instruction we know which lane holds which element (tooling-facts section 3.1), so we
+//     the PTX instruction we know which lane holds which element (the PTX ISA's figures for m16n8k16), so we
 //     can choose the shared-memory layout and load fragments with ldmatrix ourselves.
 //  2. ldmatrix.sync.aligned.m8n8.x4: one instruction loads four 8x8 half matrices; lane l gives the
 //     address of row l%8 of matrix l/8 (a 16-byte row) and receives exactly the (g, 2t) elements an
 //     mma fragment wants. A (row-major, k contiguous) needs no transpose: one .x4 per 16x16 A
 //     fragment (a0..a7). B is row-major K x N in shared memory (n contiguous), but the mma wants
 //     B "col" (k pairs in a register): ldmatrix .x4.trans transposes on the way, one instruction
-//     per 16 k x 16 n, i.e. the B fragments of two n8 tiles. Lane addresses: NOTES / below.
+//     per 16 k x 16 n, i.e. the B fragments of two n8 tiles. Lane addresses: below.
 //  3. No padding: an XOR swizzle of 16-byte chunks. Shared memory has 32 banks of 4 bytes, so 128
 //     consecutive bytes hit every bank once; call the 8 16-byte slots of a 128-byte line "bank
 //     groups" 0..7 (bank group of byte address a = (a / 16) % 8). An 8x8 ldmatrix matrix reads 8

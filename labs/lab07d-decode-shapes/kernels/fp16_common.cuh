@@ -5,7 +5,7 @@
 //                                  zeros after (valid <= 0 reads nothing): the edge of a row that is
 //                                  not whole 16-byte chunks
 //   fp16::mma16816(d, a, b)        d += a . b, one mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-//                                  (fragment layout: tooling-facts section 3.1)
+//                                  (fragment layout: the PTX ISA's m16n8k16 figures)
 #pragma once
 #include <cuda_fp16.h>
 
