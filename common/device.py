@@ -5,6 +5,7 @@
     gpu_facts()       -> dict: name, arch, cc, sms, clocks, L2 bytes, driver, memory
     detect_arch()     -> "sm_90" from nvidia-smi (no PyCUDA needed), or None
     peak_tflops(facts)-> {"fp32", "fp16_tensor", "bf16_tensor", "tf32_tensor": TFLOP/s, "note"} at the boost clock
+                         (None for a precision the GPU lacks: a T4, sm_75, has no BF16 or TF32)
     ARCH_PEAKS        the per-SM, per-clock rates behind those peaks (sources in the comments)
 """
 import functools
