@@ -17,6 +17,9 @@ everything here takes the Lab (common.lab.load).
     gpu         the GPU side, in worker processes: correctness on awkward shapes, timing against the
                 reference in the same run, the re-check after timing, racecheck; the predictions
     races       racecheck's output (parsed by common.sanitizer) tied to the graded kernels
+    fences      the cp-async-fence check: wait, then barrier, before the shared loads of a cp.async loop (SASS)
+    hostprobe   the probe check: a lab's host program built around the student's file, run, judged
+    bankcheck   the bank-conflicts check: ncu on the student's kernel and the reference, conflicts per load
     grader      grade_many(g, jobs, env) -> [Report]: every part, every check, one reason per lost check
     selftest    the reference scores full marks, the untouched workspace zero, each known-wrong kernel loses
     plugin, checks   `make grade`: pytest over the workspace, quietly; the score report

@@ -27,6 +27,10 @@ Check kinds: computes-fp32, computes-tensor, cp-async, registers, lds128, float4
 bytes-in-flight, ordered-reduce, float2-store (static.py, from ptxas and SASS); correct, race-free,
 fast (the GPU; grader.py); bandwidth, bitwise (the GPU; measures.py: % of the copy bandwidth, the same bits run
 after run). A Check's `shape` and `threshold` parametrize the kinds that need one (measures.py).
+cp-async-fence (fences.py, SASS: a cp.async loop waits, then a barrier, before its shared loads);
+probe (hostprobe.py: the lab's host program around the student's file, and the lab's verdict,
+grading/probes.py PROBES); bank-conflicts (bankcheck.py, the GPU: ncu's shared-load bank
+conflicts per load against the reference's, at the Check's shape, `threshold` allowed above).
 A rules part (Part(rules="file.toml")) is a table of rules the student writes, not a kernel:
 rules-sane (no GPU) and rules-speed (the GPU) grade it (rules.py says how, and what parts.py declares). GRADE_TIMING_SIZE overrides
 TIMING_SIZE (the grader's tests on a simulated GPU set it small; nothing else should).
