@@ -16,11 +16,18 @@ from common.errors import CourseError
 from common.grading import fences, hostprobe
 
 
-def _listing(body, start=0x100):
-    """SASS lines at consecutive addresses, then a branch back to the first: one loop."""
+PROLOGUE = ["LDGSTS.E.BYPASS.LTC128B.128 [R3], desc[UR4][R4.64]", "LDGDEPBAR", "DEPBAR.LE SB0, 0x1",
+            "BAR.SYNC.DEFER_BLOCKING 0x0"]
+
+
+def _listing(body, start=0x100, prologue=True):
+    """SASS lines at consecutive addresses, then a branch back to the first: one loop; before it, a
+    prologue that copies, waits and passes a barrier (unless prologue=False)."""
+    head = [f"/*{0x10 * (i + 1):04x}*/ {op} ;" for i, op in enumerate(PROLOGUE if prologue else [])]
     lines = [f"/*{start + 0x10 * i:04x}*/ {op} ;" for i, op in enumerate(body)]
     end = start + 0x10 * len(body)
-    return ["/*0000*/ MOV R1, c[0x0][0x28] ;"] + lines + [f"/*{end:04x}*/ @P0 BRA 0x{start:x} ;", f"/*{end + 0x10:04x}*/ EXIT ;"]
+    return (["/*0000*/ MOV R1, c[0x0][0x28] ;"] + head + lines
+            + [f"/*{end:04x}*/ @P0 BRA 0x{start:x} ;", f"/*{end + 0x10:04x}*/ EXIT ;"])
 
 
 GOOD = ["LDGSTS.E.BYPASS.LTC128B.128 [R3], desc[UR4][R4.64]", "LDGDEPBAR", "FFMA R8, R9, R10, R8",
@@ -204,3 +211,15 @@ def test_measure_without_ncu_is_skipped_with_the_reason(tmp_path, monkeypatch):
     items = [{"id": "0-c4", "part": "c4", "kernel": "c4"}]
     got = bankcheck.measure(_fake_lab(), items, {"c4": (64, 64, 64)}, tmp_path, timeout=30)
     assert "not installed" in got["0-c4"]["skipped"]
+
+
+def test_the_first_load_after_the_prologues_copies_needs_a_wait_and_a_barrier():
+    prologue = ["LDGSTS.E.BYPASS.LTC128B.128 [R3], desc[UR4][R4.64]", "LDGDEPBAR"]
+    fenced = ["DEPBAR.LE SB0, 0x1", "BAR.SYNC.DEFER_BLOCKING 0x0", "LDS.128 R12, [R2]"]
+    listing = lambda pre: ["/*0000*/ MOV R1, c[0x0][0x28] ;"] + [f"/*{0x10 * (i + 1):04x}*/ {op} ;"
+                                                                  for i, op in enumerate(pre)] + _listing(GOOD, 0x400, prologue=False)[1:]
+    assert fences.problems(listing(prologue + fenced)) == []
+    (problem,) = fences.problems(listing(prologue + ["LDS.128 R12, [R2]"]))
+    assert "first shared load" in problem and "before any wait and barrier" in problem
+    (problem,) = fences.problems(listing(prologue + ["DEPBAR.LE SB0, 0x1", "LDS.128 R12, [R2]"]))
+    assert "before a barrier after the wait" in problem

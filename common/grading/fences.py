@@ -4,6 +4,8 @@
                           waits for them and then passes a barrier before it reads shared memory
 
 `listing` is common.sass.kernel_listing's output, one instruction per line ("/*0f90*/ DEPBAR.LE SB0, 0x1 ;").
+Before any loop: the first shared load after the first cp.async must come after a wait and then a
+barrier (the prologue's fence: the first tile has landed for every thread).
 A loop is a backward branch's body (common.sass_loops.loops). In a loop that issues cp.async (LDGSTS):
 
   1. it waits for copies (DEPBAR): else nothing orders a buffer's copy before the reads of it;
@@ -42,9 +44,28 @@ def _is_load(op):
     return _base(op) in ("LDS", "LDSM")
 
 
+def _first_load_problem(insns):
+    """The first shared load after the first cp.async: a wait, then a barrier, must come before it."""
+    start = next((i for i, (_, op) in enumerate(insns) if _base(op) == "LDGSTS"), None)
+    if start is None:
+        return ""
+    waited = False
+    for a, op in insns[start:]:
+        if _base(op) == "DEPBAR":
+            waited = True
+        elif op.startswith("BAR") and waited:
+            return ""
+        elif _is_load(op):
+            return (f"the first shared load after the first cp.async copy ({op} at 0x{a:x}) comes before "
+                    f"{'a barrier after the wait' if waited else 'any wait and barrier'}: it reads a tile that may "
+                    "not have landed")
+    return ""
+
+
 def problems(listing):
     insns = _instructions(listing)
-    out = []
+    first = _first_load_problem(insns)
+    out = [first] if first else []
     for start, end in loops(listing):
         body = [(a, op) for a, op in insns if start <= a <= end]
         if not any(_base(op) == "LDGSTS" for _, op in body):
