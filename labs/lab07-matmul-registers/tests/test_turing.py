@@ -182,7 +182,20 @@ def test_the_graders_selftest_holds_on_turings_code_through_the_jit(as_turing, t
     env = grader.environment(g, gpu=True, arch=TURING, seed=75, work=tmp_path)
     reports = grader.grade_many(g, selftest.jobs(g, env.work / "selftest"), env, progress=True)
     problems = selftest.expectations(g, reports, env)
-    assert not problems, "\n".join(problems)
+    unexplained = [p for p in problems if not any(f"wrong/{patch}:" in p for patch in TURING_CANNOT_CATCH)]
+    assert not unexplained, "\n".join(unexplained)
+    for w, r in zip(g.wrong, reports[2:]):      # each exception is Turing's, not the grader's: right on sm_75
+        if w.patch in TURING_CANNOT_CATCH:
+            assert r.result(w.part, "correct").status == grader.PASS, r.lost_lines()
+
+
+# Known-wrong kernels whose bug does not exist on Turing's hardware, and why. The selftest on sm_75's code
+# may not see them lose; the test above checks that they are indeed right there.
+TURING_CANNOT_CATCH = {
+    "t3_waits_for_too_few.patch": "sm_75 has no cp.async: each copy has landed when its thread moves on, so "
+                                  "the barrier after the wait orders every copy before the reads, whatever "
+                                  "the wait's count",
+}
 
 
 # --- on a T4: what it cannot run is skipped, with the row's reason --------------------------------
