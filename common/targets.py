@@ -65,9 +65,9 @@ def build(lab, args):
     archs = nvbuild.resolve_archs(asked)
     if not asked and len(archs) > 1 and lab.option("ARCHS_WITHOUT_GPU"):
         # no GPU here, no ARCH: a lab whose kernels compile slowly names the architectures its default
-        # build takes (its tests may compile the others); ARCH=all still builds all five
+        # build takes (its tests may compile the others); ARCH=all still builds every one
         archs = list(lab.option("ARCHS_WITHOUT_GPU"))
-        print(f"(no GPU here: building {lab.name} for {', '.join(archs)} only, as its table asks; ARCH=all builds all five)")
+        print(f"(no GPU here: building {lab.name} for {', '.join(archs)} only, as its table asks; ARCH=all builds every one)")
     kernels = lab.all_kernels
     report.progress(0, 1, f"compiling {len(kernels)} kernels of {lab.name} for {', '.join(archs)}")
     rows = build_rows(lab, archs, kernels)

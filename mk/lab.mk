@@ -25,7 +25,7 @@
 #                    worker (JOBS= TIMEOUT= FORCE=1 SEED= SEEDS=student PARTS= NOGPU=1 OUT=); class.html, .csv
 #                    SLURM=1 a Slurm job array (PARTITION= ACCOUNT= TIME= EXTRA_SBATCH= WAIT=1), SLURM=print;
 #                    MERGE=1 the class report again    make grade-class-demo DEST=dir: a class to try it on
-# ARCH=sm_86 (or ARCH=all) picks the architecture to build; by default, this GPU's (all five without one).
+# ARCH=sm_86 (or ARCH=all) picks the architecture to build; by default, this GPU's (every one without a GPU: sm_75 only for the rows that run there).
 # KERNELS=a,b limits ncu-table, ncu-tensor and sanitize to some kernels.
 
 COURSE_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
