@@ -131,6 +131,8 @@ class Report:
         out.append(f"GPU: {m['gpu_text']}" + ("" if m["gpu"] else "; the GPU checks are reported as "
                                                "'needs a GPU' (neither passed nor failed)"))
         out.append(f"SASS and ptxas for {m['arch']}; inputs drawn with seed {m['seed']} (GRADE_SEED={m['seed']} repeats them)")
+        for part, (arch, why) in (m.get("sass_elsewhere") or {}).items():     # sass_arch: t3 on sm_75
+            out.append(f"{part}: SASS read for {arch}, where what it teaches shows ({m['arch']}: {why})")
         rows = [{"part": p.name, "points": p.points, "graded": p.graded_max, "pending": p.pending or None,
                  "title": p.title} for p in self.parts]
         rows.append({"part": "total", "points": self.score, "graded": self.graded_max, "pending": self.pending or None,
@@ -354,7 +356,10 @@ def grade_many(g, jobs, env, progress=True):
         meta = {"lab": lab.short, "lab_title": lab.title.split(":")[0], "workspace": job.name, "what": job.name,
                 "gpu": env.gpu, "gpu_text": env.gpu_text, "arch": env.arch, "seed": env.seed,
                 "run": rep.run_info(lab.dir), "speed_pct": g.SPEED_PCT, "timing_size": g.TIMING_SIZE,
-                "prediction_size": g.PREDICTION_SIZE}
+                "prediction_size": g.PREDICTION_SIZE,
+                "sass_elsewhere": {name: (sass_arch(c.row, env.arch), c.row.arch_note(env.arch))
+                                   for (ji2, name), c in compiled.items()
+                                   if ji2 == ji and c.row is not None and sass_arch(c.row, env.arch) != env.arch}}
         reports.append(Report(job.name, parts_out, meta, extra))
     return reports
 

@@ -251,3 +251,17 @@ def test_the_fragment_explorer_on_a_t4_shows_the_probe_recorded_elsewhere(tmp_pa
     got, source = views.probe_outputs(lab, True)
     assert "needs sm_80" in source and "recorded on another GPU" in source and "NVIDIA H200" in source, source
     assert all(line.startswith("PASS") for line in views.probe_verdicts(got))
+
+
+def test_the_grade_report_says_where_t3s_sass_was_read(tmp_path):
+    """A student on a T4 whose `make sass` shows no LDGSTS is told why the cp.async check reads sm_80."""
+    from common.grading import grade_workspace, make_workspace
+    from common.measure import gpu_needed
+    ws = tmp_path / "ws"
+    make_workspace(LAB, ws, solution=True)
+    report = grade_workspace(LAB, ws, parts=["t3"], gpu=False, arch=TURING, work=tmp_path / "work")
+    assert report.result("t3", "cp-async").status == grader.PASS
+    assert "t3: SASS read for sm_80, where what it teaches shows (sm_75: no cp.async on sm_75" in report.text()
+    assert "SASS read for" not in grade_workspace(LAB, ws, parts=["t3"], gpu=False, arch="sm_90",
+                                                  work=tmp_path / "work90").text()
+    assert gpu_needed(LAB) == "an NVIDIA GPU of sm_75 or newer (v8, t4, cutlass: sm_80)"
