@@ -101,9 +101,6 @@
 #ifndef REGDB
 #define REGDB 0     // 1: register double buffer (next step's fragments loaded during this step's mma)
 #endif
-#ifndef SKINNY_MMA
-#define SKINNY_MMA 1   // ablation: 0 leaves out the mma (wrong results): what the copies and ldmatrix alone cost
-#endif
 
 #define BM (16 * MT)                                      // block tile rows
 #define WARPS_N (BN / WN)                                 // warp columns
@@ -276,7 +273,6 @@ __device__ __forceinline__ void skinny_body(int M, int N, int K, const __half* _
             ldsm_x4_trans(fb[set][2 * p], fb[set][2 * p + 1], sB + b_off[p] + s * 16 * CPR_B * 16);
     };
     auto mma_step = [&](int set) {
-        if (!SKINNY_MMA) return;
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
