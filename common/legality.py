@@ -5,7 +5,7 @@
       (params)                     -> None or why, for one candidate (a Tuning's `illegal`)
       .prefetch(candidates)        one compile for a batch the tuner will ask about one by one
       .parameters                  the names the file lets a -D override (its #ifndef defaults)
-    parameter_block(path)          -> (text, first line): the lines between the markers, joined
+    parameter_block(path)          -> [(line number, text)]: the lines between the markers
 
 A tunable kernel marks the lines that define its parameters, the constants derived from them and
 the static_asserts they must keep:
@@ -29,6 +29,7 @@ hash of the marked lines and the candidate, so a second tune asks the compiler n
 """
 import hashlib
 import json
+import os
 import re
 import subprocess
 import tempfile
@@ -48,9 +49,9 @@ FLAGS = ["-x", "cu", "-std=c++17", "-ptx", "-Xcudafe", "--error_limit=1000000"]
 
 
 def parameter_block(path):
-    """(the marked lines, joined; the file line of the first), or a CourseError naming the markers."""
+    """[(line number, text)] of every marked line, or a CourseError that names the markers."""
     lines = Path(path).read_text().splitlines()
-    out, first, inside = [], None, False
+    out, inside = [], False
     for i, line in enumerate(lines, 1):
         mark = line.strip()
         if mark == BEGIN:
@@ -101,7 +102,7 @@ class Legality:
     def _save(self):
         try:
             self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.cache_path.with_suffix(".tmp")
+            tmp = self.cache_path.with_suffix(f".{os.getpid()}.tmp")     # writers never share a file
             tmp.write_text(json.dumps(self._known, indent=0, sort_keys=True))
             tmp.replace(self.cache_path)
         except OSError:
