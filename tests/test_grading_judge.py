@@ -29,6 +29,8 @@ def _graded_rows():
             continue
         g = Grading(lab)
         for part in g.code_parts:
+            if not part.kernel:          # a part graded without a kernel of its own (a dispatcher's rules)
+                continue
             out.append(pytest.param(lab, g, part, id=f"{lab.short}-{part.name}"))
     return out
 
@@ -173,3 +175,19 @@ def test_the_gpu_suite_collects_a_test_per_known_wrong_kernel_and_skips_without_
         assert out.returncode == 0, out.stdout + out.stderr
         n_wrong = len(Grading(lab).wrong)
         assert out.stdout.count("test_a_known_wrong_kernel_loses_its_points_on_the_gpu[") == n_wrong, out.stdout
+
+
+@pytest.mark.parametrize("lab,g,part", ROWS[:1])
+def test_a_wrong_result_is_described_by_where_it_is_wrong_never_by_the_model(lab, g, part):
+    """Every other row of C wrong: the reason names the rows' pattern (the symptom), and no kernel or
+    function of the reference."""
+    k = lab.kernel(part.kernel)
+    prob = _problem(k, _shape(g, part), np.random.default_rng(3))
+    ref, tol = _exact_and_tol(prob)
+    C = ref.astype(np.float32)
+    C[1::2, :] += np.float32(1.0) + 10 * tol[1::2, :].astype(np.float32)
+    r = gpu.judge(prob, C, 0, 0, f"{k.name} x")
+    assert not r["ok"] and r["pattern"]["rows"] == ref.shape[0] // 2
+    reason = grader.case_reason(r)
+    assert "odd rows" in reason, reason
+    assert gpu.judge(prob, ref.astype(np.float32), 0, 0, "x")["pattern"] is None

@@ -141,7 +141,8 @@ def judge(problem, C, changed_before, changed_after, label, rows=None, when=""):
     else:
         ref, abs_ref = checking.reference(A, B)
         sub = C
-    v = checking.compare(sub, ref, k.prec.tolerance(problem.K, abs_ref, k.roundoff), label=label)
+    tol = k.prec.tolerance(problem.K, abs_ref, k.roundoff)
+    v = checking.compare(sub, ref, tol, label=label)
     worst = v.worst_index if rows is None else (int(rows[v.worst_index[0]]), v.worst_index[1])
 
     def first(mask):
@@ -149,7 +150,19 @@ def judge(problem, C, changed_before, changed_after, label, rows=None, when=""):
         return [int(idx[0][0]), int(idx[0][1])] if len(idx) else None
 
     ok = v.ok and not unwritten.any() and not computed_nan.any() and not changed_before and not changed_after
+    pattern = None
+    if not ok:
+        from ..errors import CourseError
+        from .grader import mismatch_pattern
+        sub64 = np.asarray(sub, dtype=np.float64)
+        bad = ~np.isfinite(sub64) | (np.abs(sub64 - ref) > tol)
+        try:
+            tile = tuple(k.tile)[:2]
+        except CourseError:        # a row whose source names no block tile: the pattern without tiles
+            tile = None
+        pattern = mismatch_pattern(bad, tile if rows is None else None)
     return {"ok": bool(ok), "label": label, "when": when, "verdict": str(v), "worst_index": [int(x) for x in worst],
+            "pattern": pattern,
             "got": float(v.worst_got), "want": float(v.worst_want), "tol": float(v.worst_tol), "bad": v.bad,
             "unwritten": int(unwritten.sum()), "first_unwritten": first(unwritten),
             "computed_nan": int(computed_nan.sum()), "first_nan": first(computed_nan),

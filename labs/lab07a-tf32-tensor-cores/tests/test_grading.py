@@ -144,6 +144,9 @@ def test_the_gpu_path_on_a_simulated_gpu_loses_what_each_marked_bug_must(graded,
     ref, untouched, *wrong = grader.grade_many(g, jobs, env, progress=False)
     for p in ref.parts:
         for c in p.checks:
+            if g.part(p.name).check(c.check).kind == "bank-conflicts" and c.status == grader.SKIPPED:
+                assert "ncu" in c.reason      # the simulated GPU has no Nsight Compute (bankcheck's own tests fake it)
+                continue
             assert c.status == grader.PASS, (p.name, c.check, c.reason)
     for p in untouched.parts:
         assert p.points == 0, (p.name, [c.check for c in p.checks if c.status == grader.PASS])
