@@ -504,6 +504,10 @@ def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env):
         elif c.kind == "race-free":
             status, reason = race or (FAIL, "racecheck did not run")
             raw[c.name] = (status, reason, {})
+        elif c.kind == "probe":           # hostprobe.py: the lab's host program around the student's file
+            from . import hostprobe
+            ok, reason = hostprobe.run(g, part, c, compiled)
+            raw[c.name] = (PASS if ok else FAIL, reason, {})
         elif facts is None:
             raw[c.name] = (SKIPPED, f"SASS not read: {sass_error}", {})
         else:
