@@ -73,7 +73,8 @@ def run(g, part, check, compiled):
     probe = probe_for(g, part.name, check.name)
     program = g.dir / "probes" / probe.program
     row = compiled.row
-    includes = [*g.lab._include_dirs(row), g.lab.kernels_dir, Path(compiled.source).parent]
+    # the student's folder first: a header of the lab's HEADERS that the workspace holds is theirs
+    includes = [Path(compiled.source).parent, *g.lab._include_dirs(row), g.lab.kernels_dir]
     flags = [f for f in row.nvcc_flags if f.startswith("--expt") or f.startswith("-std")]
     folder = Path(compiled.cubin).parent / "probes" if compiled.cubin else g.build_dir / "probes"
     outputs = []
