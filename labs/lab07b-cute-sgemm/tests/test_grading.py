@@ -3,7 +3,7 @@
 Fast (no compiler): the table is consistent (regions, markers, probes), the workspace holds no
 answer, the probes' verdicts on synthetic layouts and partitions (the right answer and other right
 answers pass, each known mistake fails for its own reason), the questions and the prediction.
-Slow (nvcc, about ten minutes on two cores; every kernel is CuTe): one no-GPU self-test batch as
+Slow (nvcc, 6-12 minutes on two cores; every kernel is CuTe): one no-GPU self-test batch as
 `make grade-selftest` runs it: the reference gets every static point, the untouched workspace none,
 each known-wrong kernel loses exactly its `lose_here` checks, for the reason its row names.
 """
@@ -287,7 +287,7 @@ def test_each_part_has_at_least_two_known_wrong_kernels_with_distinct_reasons():
 
 
 # ---------------------------------------------------------------------------------------------
-# The self-test without a GPU (slow: 12 CuTe compiles and their probes)
+# The self-test without a GPU (slow: 13 CuTe compiles and their probes)
 # ---------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
