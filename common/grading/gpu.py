@@ -452,10 +452,11 @@ def _wait(proc, out_dir, timeout_per_item):
     return proc.returncode, log.read_text(errors="replace") if log.exists() else ""
 
 
-def run_parts(lab, items, out_dir, timeout_per_item):
+def run_parts(lab, items, out_dir, timeout_per_item, hang_hint=None):
     """Run every item (dicts: id, part, kernel, source, cubin, reference_cubin, seed) in workers,
     restarting after a crash or a hang. Returns {id: result dict}; an item whose worker died
-    without a word gets {"crash": {...}} from the parent."""
+    without a word gets {"crash": {...}} from the parent. `hang_hint`: what a hang's reason says
+    after "did not finish in N s: " (the lab's HANG_HINT)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for f in out_dir.glob("*.json"):
@@ -476,8 +477,8 @@ def run_parts(lab, items, out_dir, timeout_per_item):
         if status in (0, CRASH_EXIT):
             continue
         if status is None:
-            why = (f"did not finish in {timeout_per_item} s: a hang (a __syncthreads() that some threads "
-                   "never reach? an endless loop?)")
+            why = f"did not finish in {timeout_per_item} s: " + (hang_hint or (
+                "a hang (a __syncthreads() that some threads never reach? an endless loop?)"))
         else:
             why = f"the GPU worker stopped (exit status {status}): {_last_line(text)}"
         who = current.read_text().strip() if current.exists() else left[0]["id"]

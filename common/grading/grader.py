@@ -200,6 +200,16 @@ def environment(g, gpu=None, arch=None, seed=None, work=None):
             raise CourseError(f"a GPU was asked for, and there is none: {text}")
         if not ok:
             text = f"none ({text})"
+    if arch is None and ok:
+        # a GPU none of the graded kernels runs on (lab 7c's sm_90a rows on an sm_80): graded as without a
+        # GPU, on GRADE_ARCH's SASS, the GPU checks needs-gpu with the reason
+        here = g.lab.gpu_arch()
+        rows = [g.lab.kernel(p.kernel) for p in g.code_parts if p.kernel]
+        if rows and all(g.lab.build_arch(k, here) is None for k in rows):
+            if gpu:
+                raise CourseError(f"a GPU was asked for, and this one ({here}) runs none of the graded kernels: "
+                                  f"{rows[0].unsupported(here)}")
+            ok, text = False, f"this GPU ({here}) runs none of the graded kernels: {rows[0].unsupported(here)}"
     if arch is None:
         arch = g.lab.gpu_arch() if ok else g.lab.option("GRADE_ARCH", DEFAULT_ARCH)
     seed = int(seed if seed is not None else os.environ.get("GRADE_SEED") or secrets.randbits(31))
@@ -273,7 +283,7 @@ def grade_many(g, jobs, env, progress=True):
     _say(progress, f"compiling {len(tasks)} kernel(s) for {env.arch}")
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         futures = {(ji, name): pool.submit(static.compile_student, lab, g.part(name), src, env.arch,
-                                           build_dir_for(g, src))
+                                           build_dir_for(g, src), g.headers)
                    for ji, name, src in tasks}
         compiled = {key: f.result() for key, f in futures.items()}
     # 2. SASS. A part whose kernel loses its idea on this architecture (Kernel.arch_notes: t3 has no
@@ -286,7 +296,7 @@ def grade_many(g, jobs, env, progress=True):
             shown = sass_arch(c.row, env.arch)
             if shown != env.arch:
                 _say(progress, f"{key[1]}: SASS read for {shown} ({c.row.arch_note(env.arch)})")
-                c = static.compile_student(lab, g.part(key[1]), c.source, shown, build_dir_for(g, c.source))
+                c = static.compile_student(lab, g.part(key[1]), c.source, shown, build_dir_for(g, c.source), g.headers)
             facts[key] = static.sass_facts(c) if c.ok else None
             sass_error = sass_error or c.error
         except CourseError as e:
@@ -312,11 +322,14 @@ def grade_many(g, jobs, env, progress=True):
         from . import gpu as gpumod
         if items:
             _say(progress, f"GPU: correctness, timing and the re-check of {len(items)} kernel(s)")
-            results = gpumod.run_parts(lab, items, env.work / "parts", g.GPU_TIMEOUT_S)
-            _say(progress, f"GPU: compute-sanitizer racecheck on {len(items)} kernel(s)")
-            race = gpumod.racecheck(lab, items, env.work / "racecheck", g.SANITIZER_TIMEOUT_S)
+            results = gpumod.run_parts(lab, items, env.work / "parts", g.GPU_TIMEOUT_S, g.HANG_HINT)
+            # racecheck only for the parts that grade it (a kernel that hangs would hang there too)
+            raced = [it for it in items if any(c.kind == "race-free" for c in g.part(it["part"]).checks)]
+            if raced:
+                _say(progress, f"GPU: compute-sanitizer racecheck on {len(raced)} kernel(s)")
+            race = gpumod.racecheck(lab, raced, env.work / "racecheck", g.SANITIZER_TIMEOUT_S) if raced else {}
             gpu_results = {key: results[iid] for key, iid in by_item.items()}
-            races = {key: race[iid] for key, iid in by_item.items()}
+            races = {key: race.get(iid) for key, iid in by_item.items()}
             shapes = {p.name: c.shape for p in g.code_parts for c in p.checks if c.kind == "bank-conflicts"}
             banked = [it for it in items if it["part"] in shapes]
             if banked:                    # bankcheck.py: ncu on the student's kernel and on the reference

@@ -14,7 +14,9 @@ What "must" means (the tests of the grader check the same):
               `lose_on_gpu` both fail (others may fail too: a race can also give wrong results);
               the first lost check's reason names the bug (`reason`)
 A known-wrong kernel is grading/wrong/<name>.patch applied to its part's reference kernel, written
-as <folder>/<name>.cu (a name of its own: racecheck's reports are tied to kernels by file name).
+as <folder>/<name>.cu (a name of its own: racecheck's reports are tied to kernels by file name),
+beside the lab's HEADERS; a patch of a header (Wrong.file) goes to <folder>/<name>/, the patched
+header beside the part's reference kernel, named <name>.cu.
 A patch that no longer applies stops the self-test with a message that names it (patches.py).
 """
 from pathlib import Path
@@ -28,9 +30,23 @@ from .workspace import generate
 
 
 def wrong_sources(g, folder):
-    files = g.kernel_files()
-    return {w: apply_file(g.wrong_file(w), files[w.part], Path(folder) / f"{w.name}{files[w.part].suffix}")
-            for w in g.wrong}
+    files, folder, out = g.kernel_files(), Path(folder), {}
+    for w in g.wrong:
+        kernel = files[w.part]
+        if w.file:                        # a header's patch: its own folder, the kernel as it is
+            own = folder / w.name
+            own.mkdir(parents=True, exist_ok=True)
+            apply_file(g.wrong_file(w), g.lab.kernels_dir / w.file, own / w.file)
+            out[w] = own / f"{w.name}{kernel.suffix}"
+            out[w].write_text(kernel.read_text())
+            heads = [h for h in g.header_files() if h.name != w.file]
+        else:
+            own = folder
+            out[w] = apply_file(g.wrong_file(w), kernel, folder / f"{w.name}{kernel.suffix}")
+            heads = g.header_files()
+        for h in heads:                   # the reference's headers beside it (compile_student wants them)
+            (own / h.name).write_text(h.read_text())
+    return out
 
 
 def jobs(g, work):

@@ -15,8 +15,12 @@ A lab's grading/ folder (data, no code; loaded as lab.module("grading.parts")):
                             precision of common.precision (a Part's own `shapes` wins)
                    GIVEN    [row name]: optional, rungs copied whole into the workspace's given/ (the
                             ungraded rung before the first graded one; never a graded part's kernel)
+                   HEADERS  [file name]: optional, headers of the lab's kernels/ that hold regions of
+                            their own (a descriptor every kernel uses): the workspace holds each, its
+                            regions cut; the kernels include it in quotes, so nvcc finds the
+                            workspace's copy first, and a workspace without it is not graded
                    and optionally SPEED_PCT, TIMING_SIZE, TIMING_BUDGET_S, CHECK_ROWS,
-                   GPU_TIMEOUT_S, SANITIZER_TIMEOUT_S, SANITIZE_SHAPES (DEFAULTS below)
+                   GPU_TIMEOUT_S, SANITIZER_TIMEOUT_S, SANITIZE_SHAPES, HANG_HINT (DEFAULTS below)
     questions.py   QUESTIONS [Question], PREDICTIONS [Prediction] (common.grading.questions), and
                    optionally PREDICTION_SIZE, PREDICTION_FACTOR, ANSWERS_INTRO; no questions.py: no
                    questions and no predictions part
@@ -55,6 +59,7 @@ DEFAULTS = {
     "TIMING_BUDGET_S": 0.25,      # per kernel and round; both kernels interleaved over two rounds' worth
     "CHECK_ROWS": 256,            # rows of C compared with float64 after timing
     "GPU_TIMEOUT_S": 120,         # one part's GPU run; a kernel that hangs is cut off
+    "HANG_HINT": "a hang (a __syncthreads() that some threads never reach? an endless loop?)",   # its reason
     "SANITIZER_TIMEOUT_S": 300,
     "SANITIZE_SHAPES": [(130, 260, 104), (33, 65, 24)],
     "PREDICTION_SIZE": 4096,
@@ -111,6 +116,7 @@ class Wrong:
     lose_on_gpu: tuple        # checks that must fail on a GPU as well
     reason: str
     max_diff_lines: int = 4   # code lines (comments and blank lines aside) that differ from the reference
+    file: str = ""            # the file the patch applies to when not the part's kernel: one of HEADERS
 
     @property
     def name(self):
@@ -145,6 +151,7 @@ class Grading:
         self.regions = {r.id: r for r in getattr(self.data, "REGIONS", [])}
         self.wrong = list(getattr(self.data, "WRONG", []))
         self.given = list(getattr(self.data, "GIVEN", []))
+        self.headers = list(getattr(self.data, "HEADERS", []))
         self.questions = list(getattr(self.qdata, "QUESTIONS", []))
         self.predictions = list(getattr(self.qdata, "PREDICTIONS", []))
         self.answers_intro = getattr(self.qdata, "ANSWERS_INTRO", "")
@@ -178,7 +185,12 @@ class Grading:
             if q.why and not q.grade_reason(q.why_model)[0]:
                 raise CourseError(f"grading/questions.py {q.id}: why_model does not pass its own key ideas: "
                                   f"{q.grade_reason(q.why_model)[1]}")
+        for h in self.headers:
+            if not (self.lab.kernels_dir / h).is_file():
+                raise CourseError(f"grading/parts.py HEADERS: there is no {h} in {self.lab.kernels_dir}")
         for w in self.wrong:
+            if w.file and w.file not in self.headers:
+                raise CourseError(f"grading/parts.py WRONG: {w.patch} patches {w.file}, which is not in HEADERS")
             if w.part not in names:
                 raise CourseError(f"grading/parts.py WRONG: {w.patch} is graded as {w.part!r}, which is no part",
                                   hint=f"parts: {', '.join(names)}")
@@ -220,3 +232,7 @@ class Grading:
 
     def wrong_file(self, w):
         return self.wrong_dir / w.patch
+
+    def header_files(self):
+        """[the lab's kernels/<header>] of HEADERS: copied into the workspace with their regions cut."""
+        return [self.lab.kernels_dir / h for h in self.headers]

@@ -1,7 +1,7 @@
 """The checks that need no GPU: compile a student's kernel, read ptxas's report and the SASS.
 
     student_row(lab, part, source)    the part's row of the lab's table, with the student's file as source
-    compile_student(lab, part, source, arch, build_dir) -> Compiled: resources per entry, cubin, or
+    compile_student(lab, part, source, arch, build_dir, headers=()) -> Compiled: resources per entry, cubin, or
                                       the nvcc error line ("does not compile: ...")
     sass_facts(compiled)              -> {entry: {"families": {...}, "fp16": Counter, "opcodes": Counter}}
     run_check(kind, compiled, facts, check=None) -> (ok, reason) for the static kinds (common.grading.spec)
@@ -87,10 +87,16 @@ def _error_line(message, source):
     return line.replace(str(Path(source).parent) + "/", "")
 
 
-def compile_student(lab, part, source, arch, build_dir):
+def compile_student(lab, part, source, arch, build_dir, headers=()):
+    """`headers`: the lab's HEADERS (spec.py), which must sit beside the source: without one, nvcc
+    would find the lab's own copy, the reference's answer."""
     source = Path(source).resolve()
     if not source.exists():
         return Compiled(part.name, source, error=f"{source.name} is missing from the workspace")
+    for h in headers:
+        if not (source.parent / h).is_file():
+            return Compiled(part.name, source, error=f"{h} is missing from the workspace (beside {source.name}): "
+                                                     "it holds part of your answer; `make workspace` made it")
     row = student_row(lab, part, source)
     build_arch = lab.build_arch(row, arch)
     if build_arch is None:

@@ -13,7 +13,8 @@ A region is marked in the reference kernel itself, one comment line each side:
     // END SOLUTION v4-inner-loop
 
 The workspace has `// TODO(v4-inner-loop): <the same text>`, the Region's hint and its stub there.
-It holds one .cu per code part, answers.toml (questions and predictions), a README, and under
+It holds one .cu per code part, the lab's HEADERS (shared headers with regions of their own, cut
+the same way), answers.toml (questions and predictions), a README, and under
 given/ the lab's GIVEN rungs (parts.py: the ungraded rung before the first graded one, to read). It
 never holds the answer to a graded region: a later rung that repeats an earlier part's code marks
 that code as a region of its own (its stub a plain, working version, or nothing), and generate()
@@ -121,7 +122,7 @@ def answer_lines(g):
     workspace keeps anyway), not a line of any stub (what the workspace puts there instead)."""
     stubs = {_norm(s) for r in g.regions.values() for s in r.stub.split("\n")}
     out = {}
-    for src in g.kernel_files().values():
+    for src in [*g.kernel_files().values(), *g.header_files()]:
         text = src.read_text()
         lines = text.split("\n")
         marks = regions(text, src.name)
@@ -173,6 +174,12 @@ def generate(g, dest=None, solution=False, force=False, quiet=False):
         body = text if solution else student_text(g, text, src.name)
         out = dest / src.name
         out.write_text(_header(g, src, solution, commit) + body)
+        written.append(out)
+    for src in g.header_files():          # shared headers with regions: cut as the kernels are
+        text = src.read_text()
+        covered |= {m.id for m in regions(text, src.name)}
+        out = dest / src.name
+        out.write_text(_header(g, src, solution, commit) + (text if solution else student_text(g, text, src.name)))
         written.append(out)
     missing = set(g.regions) - covered
     if missing:
