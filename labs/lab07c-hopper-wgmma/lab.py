@@ -16,6 +16,7 @@ TITLE = "Lab 7c, Hopper: wgmma, TMA, mbarriers, warp specialization (sm_90a)"
 SHORT = "lab07c"
 
 HOPPER = ("sm_90a",)
+HOPPER_NEEDS = "wgmma, TMA and setmaxnreg, sm_90a features: a Hopper GPU (H100, H200)"
 
 # TMA describes A with a row pitch of K elements, which must be a multiple of 16 bytes.
 K_MULTIPLE_OF_8 = (lambda M, N, K: K % 8 == 0,
@@ -25,7 +26,7 @@ K_MULTIPLE_OF_4 = (lambda M, N, K: K % 4 == 0,
 
 
 def _tma(name, source, entry, hook, title, claim):
-    return Kernel(name, source, {"": entry}, "fp16_tensor", archs=HOPPER, rules=(K_MULTIPLE_OF_8,),
+    return Kernel(name, source, {"": entry}, "fp16_tensor", archs=HOPPER, needs=HOPPER_NEEDS, rules=(K_MULTIPLE_OF_8,),
                   launch_hook=hook, title=title, claim=claim)
 
 
@@ -37,7 +38,7 @@ T4_TMA = _tma("t4_tma", "t4_tma.cu", "hgemm_t4_tma", tma_grid,
               "bounds), TMA's cost more; what wgmma changes is the ldmatrix side")
 
 FP16 = [
-    Kernel("h1", "h1_wgmma_cp_async.cu", {"": "hgemm_h1_wgmma"}, "fp16_tensor", archs=HOPPER,
+    Kernel("h1", "h1_wgmma_cp_async.cu", {"": "hgemm_h1_wgmma"}, "fp16_tensor", archs=HOPPER, needs=HOPPER_NEEDS,
            title="wgmma m64n128k16 from swizzled shared memory, one warpgroup, cp.async loads",
            claim="the tensor core reads both operands from shared memory by descriptor: no ldmatrix, "
                  "no fragments; any M, N, K (guarded loads where K or N is not a multiple of 8)"),

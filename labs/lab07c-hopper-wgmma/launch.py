@@ -6,6 +6,12 @@
     tf32_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream) h4_tf32: B^T, then h4's grid
     tma_launch(kernel, M, N, K, a, b, c, stream, grid)   h2-h5's maps and launch on a grid of the
                                   caller's choosing (lab 7d's wgmma_decode: clusters along K)
+    cubin_for(kernel, func)       the cubin a hook launches: the one `func` was loaded from
+
+Which code runs. A hook launches the cubin that `func` came from (common.kernels.load_function
+records it): the bench passes the row's own, the grader a student's, and the grader times the
+two in one process, so everything cached here is keyed by that cubin, never by the row alone.
+Without a func (lab 7d's tma_launch) it is the row's own cubin.
 
 (h1 takes plain pointers and needs no hook: the course's default launch serves it.)
 
@@ -14,7 +20,7 @@ CUtensorMap tmA`): 128-byte descriptors that the driver makes (cuTensorMapEncode
 PyCUDA can neither make nor pass. common/tensor_maps.py does both through NVIDIA's cuda-python
 driver bindings in PyCUDA's own context, so the device pointers the course allocates with PyCUDA
 work unchanged. Per call the hook:
-  1. loads the kernel's cubin with the driver (once per cubin; common.lab has loaded it with PyCUDA
+  1. loads func's cubin with the driver (once per cubin; common.kernels has loaded it with PyCUDA
      too, but a PyCUDA Function does not give its CUfunction away, and cuLaunchKernel needs one);
   2. describes A and B to TMA: A (M x K, K contiguous) in boxes of BK x BM, B (K x N) in boxes of
      64 columns x BK rows, both with the 128-byte swizzle that wgmma's descriptors expect. TMA
@@ -32,6 +38,7 @@ against 0.19): common.timing's events bracket the hook, Python included.
 import ctypes
 import functools
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -60,8 +67,16 @@ def _function(cubin, mtime, entry, smem):
     return f
 
 
-def function(kernel, entry, smem):
-    path = str(cubin_of(kernel))
+def cubin_for(kernel, func=None):
+    """The cubin to launch: the one `func` was loaded from (common.kernels.load_function keeps the
+    path of every function it loads), else the row's own (cubin_of)."""
+    from common import kernels
+    path = kernels._cubin_of.get(id(func)) if func is not None else None
+    return Path(path) if path else cubin_of(kernel)
+
+
+def function(kernel, entry, smem, cubin=None):
+    path = str(cubin or cubin_of(kernel))
     return _function(path, os.path.getmtime(path), entry, smem)
 
 
@@ -75,9 +90,9 @@ def _clusters(cubin, mtime, entry, threads, smem):
     return tm.max_active_clusters(_function(cubin, mtime, entry, smem), (threads,), smem)
 
 
-def clusters_that_fit(kernel):
+def clusters_that_fit(kernel, cubin=None):
     """How many of the kernel's clusters the device runs at once (cuOccupancyMaxActiveClusters)."""
-    path = str(cubin_of(kernel))
+    path = str(cubin or cubin_of(kernel))
     return _clusters(path, os.path.getmtime(path), kernel.entries[kernel.variants[0]], kernel.threads,
                      kernel.shared_bytes)
 
@@ -163,8 +178,8 @@ def prepared_launch(f, grid, block, args, smem, stream):
     return go
 
 
-def _run(kernel, M, N, K, a, b, c, stream, make):
-    key = (kernel.name, kernel.path, M, N, K, int(a), int(b), int(c), _stream(stream))
+def _run(kernel, cubin, M, N, K, a, b, c, stream, make):
+    key = (kernel.name, str(cubin), os.path.getmtime(cubin), M, N, K, int(a), int(b), int(c), _stream(stream))
     steps = _PREPARED.get(key)
     if steps is None:
         if len(_PREPARED) > 256:
@@ -179,9 +194,9 @@ def _copy_step(dst, dst_pitch, src, src_pitch, width, rows, stream):
 
 
 # --- FP16: h2, h3, h4, h5 ----------------------------------------------------------------------
-def _fp16_steps(kernel, M, N, K, a, b, c, stream, grid):
+def _fp16_steps(kernel, cubin, M, N, K, a, b, c, stream, grid):
     """[copy B to a padded pitch if N % 8,] launch: A (M x K) and B (K x N) as TMA maps."""
-    f = function(kernel, kernel.entries[kernel.variants[0]], kernel.shared_bytes)
+    f = function(kernel, kernel.entries[kernel.variants[0]], kernel.shared_bytes, cubin)
     bm, _ = kernel.tile
     bk = kernel.tiling.value("BK")
     pb = tm.padded_pitch(N, np.float16)
@@ -204,34 +219,42 @@ def _tiles(kernel, M, N):
 
 def tma_grid(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
     """h2, h3: grid (ceil(N / BN), ceil(M / BM)), one block per output tile."""
+    cubin = cubin_for(kernel, func)
+
     def make():
         tiles_m, tiles_n = _tiles(kernel, M, N)
-        return _fp16_steps(kernel, M, N, K, a, b, c, stream, (tiles_n, tiles_m))
-    _run(kernel, M, N, K, a, b, c, stream, make)
+        return _fp16_steps(kernel, cubin, M, N, K, a, b, c, stream, (tiles_n, tiles_m))
+    _run(kernel, cubin, M, N, K, a, b, c, stream, make)
 
 
 def tma_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
     """h4: min(#SMs, tiles) blocks, each walking tiles blockIdx.x, + gridDim.x, ..."""
+    cubin = cubin_for(kernel, func)
+
     def make():
         tiles_m, tiles_n = _tiles(kernel, M, N)
-        return _fp16_steps(kernel, M, N, K, a, b, c, stream, (min(tiles_m * tiles_n, _sm_count()),))
-    _run(kernel, M, N, K, a, b, c, stream, make)
+        return _fp16_steps(kernel, cubin, M, N, K, a, b, c, stream, (min(tiles_m * tiles_n, _sm_count()),))
+    _run(kernel, cubin, M, N, K, a, b, c, stream, make)
 
 
 def tma_clusters(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
     """h5: 2 x min(clusters that fit at once, tile pairs) blocks; the kernel's __cluster_dims__(2, 1, 1)
     pairs consecutive blocks, and each pair walks pairs of vertically adjacent tiles."""
+    cubin = cubin_for(kernel, func)
+
     def make():
         tiles_m, tiles_n = _tiles(kernel, M, N)
         pairs = cdiv(tiles_m, 2) * tiles_n
-        return _fp16_steps(kernel, M, N, K, a, b, c, stream, (2 * min(clusters_that_fit(kernel), pairs),))
-    _run(kernel, M, N, K, a, b, c, stream, make)
+        return _fp16_steps(kernel, cubin, M, N, K, a, b, c, stream,
+                           (2 * min(clusters_that_fit(kernel, cubin), pairs),))
+    _run(kernel, cubin, M, N, K, a, b, c, stream, make)
 
 
 def tma_launch(kernel, M, N, K, a, b, c, stream, grid):
     """A kernel of another lab that takes h2-h5's arguments (M, N, K, tmA, tmB, C) and tensor maps
-    (A in boxes of 64 x BM, B in boxes of BK x 64, 128-byte swizzle), launched on `grid`."""
-    _run(kernel, M, N, K, a, b, c, stream, lambda: _fp16_steps(kernel, M, N, K, a, b, c, stream, grid))
+    (A in boxes of 64 x BM, B in boxes of BK x 64, 128-byte swizzle), launched on `grid`: the row's cubin."""
+    cubin = cubin_of(kernel)
+    _run(kernel, cubin, M, N, K, a, b, c, stream, lambda: _fp16_steps(kernel, cubin, M, N, K, a, b, c, stream, grid))
 
 
 # --- TF32: h4_tf32 -----------------------------------------------------------------------------
@@ -242,9 +265,11 @@ def tf32_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
     """h4_tf32: Bt = B^T (N x K, pitch K rounded up to 4 floats) by the cubin's transpose kernel,
     then the GEMM on h4's persistent grid. Both are in what a call (and a timing) covers: wgmma's
     TF32 form reads only K-major operands, and a library call gets B as it is."""
+    cubin = cubin_for(kernel, func)
+
     def make():
-        f = function(kernel, kernel.entries[kernel.variants[0]], kernel.shared_bytes)
-        t = function(kernel, TRANSPOSE_ENTRY, 0)
+        f = function(kernel, kernel.entries[kernel.variants[0]], kernel.shared_bytes, cubin)
+        t = function(kernel, TRANSPOSE_ENTRY, 0, cubin)
         bm, bn = kernel.tile
         pbt = tm.padded_pitch(K, np.float32)
         bt = _scratch("B transposed", N * pbt * 4)
@@ -256,4 +281,4 @@ def tf32_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
                                 [*_ints(K, N), _ptr(b), _ptr(bt), *_ints(pbt)], 0, s),
                 prepared_launch(f, (min(tiles_m * tiles_n, _sm_count()),), (kernel.threads,),
                                 [*_ints(M, N, K), tmA, tmBt, _ptr(c)], kernel.shared_bytes, s)]
-    _run(kernel, M, N, K, a, b, c, stream, make)
+    _run(kernel, cubin, M, N, K, a, b, c, stream, make)

@@ -22,11 +22,12 @@
 // both tiles in the 128-byte swizzle (chunk c of 128-byte row r goes to chunk c ^ (r % 8)), the
 // layout TMA will write for us in h2:
 //   A tile, BM x BK = 128 x 64 halves: row m is one 128-byte row: K-major ("no transpose").
-//     Descriptor for rows [64 i, 64 i + 64), k-slice j: start = A + 8192 i + 32 j, SBO = 1024.
+//     Rows [64 i, 64 i + 64) start 8192 i bytes in, k-slice j 32 j bytes into the rows
+//     (desc_k_major).
 //   B tile, BK x BN = 64 x 128 halves, row-major as in memory: N contiguous, so MN-major
 //     ("transposed", tnsp-b = 1). Stored as BN / 64 panels of 64 columns; in a panel, K-row k is
-//     a 128-byte row. Descriptor for k-slice j: start = B + 2048 j, SBO = 1024 (next 8 K-rows),
-//     LBO = BK * 128 (next 64-column panel).
+//     a 128-byte row, so a panel is BK * 128 bytes; k-slice j starts 2048 j bytes in
+//     (desc_mn_major). Which stride goes in which field: hopper_ptx.cuh.
 // One k-slice of a block tile is then BM / 64 = 2 wgmma m64n128k16, one per 64-row half; 128 FP32
 // accumulators a thread (two halves of 64).
 //

@@ -22,7 +22,10 @@
 // it wrote to an mbarrier. An mbarrier is a 64-bit shared-memory object with an arrival count and a
 // transaction (byte) count: the phase completes when both reach zero, and waiters spin on its
 // phase parity. Each stage has one "full" barrier: the issuing thread arrives once with
-// expect_tx(stage bytes); TMA's completed bytes finish the phase; everyone waits on it.
+// expect_tx(TX_BYTES), the bytes its loads of that stage will write; TMA's completed bytes finish
+// the phase; everyone waits on it, naming the parity of the phase it waits for (full_parity(t)).
+// A wait returns once the barrier has left the phase of that parity: a parity one phase behind
+// returns at once, one ahead waits for a phase that may never come.
 //
 // The loop keeps one wgmma group running across tiles: issue tile t's wgmmas, commit, then
 // wait_group 1, which returns when tile t-1's group is done, while tile t's is still running.
@@ -65,7 +68,15 @@ static_assert(STAGES >= 2, "STAGES >= 2");
 [[maybe_unused]] constexpr int A_TILE = BM * BK * 2;
 [[maybe_unused]] constexpr int B_PANEL = BK * 64 * 2;         // one 64-column panel of B: BK rows of 128 bytes
 [[maybe_unused]] constexpr int B_TILE = BK * BN * 2;
-[[maybe_unused]] constexpr int STAGE_BYTES = A_TILE + B_TILE;
+[[maybe_unused]] constexpr int STAGE_STRIDE = A_TILE + B_TILE;  // bytes from one stage's buffer to the next
+
+// The two numbers the pipeline's mbarriers run on (host and device: the grader evaluates them).
+// BEGIN SOLUTION h2-tx: TX_BYTES, what a stage's arrive.expect_tx must announce (any BM, BN the static_asserts allow)
+[[maybe_unused]] constexpr uint32_t TX_BYTES = (BM * BK + (BN / 64) * (64 * BK)) * sizeof(half);   // A's box + B's panels
+// END SOLUTION h2-tx
+// BEGIN SOLUTION h2-parity: full_parity(t), the parity tile t's wait on its stage's FULL barrier names (any STAGES)
+__host__ __device__ constexpr uint32_t full_parity(int t) { return (t / STAGES) & 1; }   // the (t / STAGES)-th fill
+// END SOLUTION h2-parity
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 hgemm_h2_tma(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
@@ -82,9 +93,9 @@ hgemm_h2_tma(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
     const int KT = (K + BK - 1) / BK;
 
     auto issue = [&](int kt) {                  // thread 0: tile kt into stage kt % STAGES
-        unsigned char* a = smem + (kt % STAGES) * STAGE_BYTES;
+        unsigned char* a = smem + (kt % STAGES) * STAGE_STRIDE;
         uint64_t* bar = &full[kt % STAGES];
-        mbar_arrive_tx(bar, STAGE_BYTES);     // full boxes are always written (zeros outside)
+        mbar_arrive_tx(bar, TX_BYTES);        // full boxes are always written (zeros outside)
         tma_load_2d(a, &tmA, kt * BK, m0, bar);
 #pragma unroll
         for (int p = 0; p < BN / 64; ++p) tma_load_2d(a + A_TILE + p * B_PANEL, &tmB, n0 + p * 64, kt * BK, bar);
@@ -105,8 +116,8 @@ hgemm_h2_tma(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
         for (int j = 0; j < BN / 2; ++j) acc[h][j] = 0.f;
 
     for (int t = 0; t < KT; ++t) {
-        mbar_wait(&full[t % STAGES], (t / STAGES) & 1);   // the (t/STAGES)-th fill of this stage
-        const uint32_t a_s = smem_addr(smem + (t % STAGES) * STAGE_BYTES), b_s = a_s + A_TILE;
+        mbar_wait(&full[t % STAGES], full_parity(t));
+        const uint32_t a_s = smem_addr(smem + (t % STAGES) * STAGE_STRIDE), b_s = a_s + A_TILE;
         wgmma_fence();
 #pragma unroll
         for (int j = 0; j < BK / 16; ++j) {

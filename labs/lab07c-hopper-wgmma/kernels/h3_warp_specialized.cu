@@ -14,7 +14,8 @@
 // core idles while the slowest warp catches up. Here the roles are split (warp specialization):
 //   warpgroup 0, the producer: one thread loops over the K tiles. For tile t it waits until stage
 //     t % STAGES is EMPTY (an mbarrier that each consumer warpgroup arrives on once it is done with
-//     the stage), arms the stage's FULL barrier with the bytes to expect, and issues the TMA loads.
+//     the stage), arms the stage's FULL barrier with the bytes to expect (TX_BYTES, as in h2), and
+//     issues the TMA loads.
 //   warpgroups 1 and 2, the consumers: each owns BM / 2 rows of the block tile. For tile t, wait
 //     on FULL, issue the wgmmas, commit, wait_group 1 (tile t-1 done), arrive on EMPTY of tile
 //     t-1's stage. No block-wide barrier anywhere in the main loop: the producer runs up to
@@ -24,10 +25,14 @@
 // a thread and setmaxnreg.inc raises each consumer to 232, within the SM's 64 K registers:
 // 128 x 40 + 256 x 232 = 64,512.
 //
-// The mbarrier phases. Stage s is filled for tiles s, s + STAGES, ...: the j-th fill (j = t /
-// STAGES) completes FULL[s]'s phase j, so consumers wait on parity j & 1. The producer's j-th
-// refill (j >= 1) needs the (j-1)-th release of EMPTY[s]: parity (j - 1) & 1. EMPTY counts 2
-// arrivals (one thread per consumer warpgroup, after its wait_group showed the stage's wgmmas done).
+// The mbarrier phases. Stage s is filled for tiles s, s + STAGES, s + 2 STAGES, ...; every fill
+// completes one phase of FULL[s] (phases 0, 1, 2, ... of parity 0, 1, 0, ...), every release by
+// both consumers one phase of EMPTY[s] (EMPTY counts 2 arrivals: one thread per consumer warpgroup,
+// after its wait_group showed the stage's wgmmas done). A wait names a parity and returns once the
+// barrier has left the phase of that parity (PTX ISA, mbarrier.try_wait.parity): on a barrier
+// still in phase 0, a wait on parity 1 returns at once (the phase "before" it counts as
+// complete). The producer waits on EMPTY[s] before EVERY fill, the first round included (no
+// special case): full_parity(t) and empty_parity(t) are the parities of those waits for tile t.
 //
 // Tiles and why: BM x BN = 128 x 128 (each consumer a 64 x 128 m64n128k16 tile: 64 accumulators
 // a thread), BK = 64, STAGES = 4 (128 KB). h4 takes the larger 128 x 256 tile.
@@ -70,9 +75,21 @@ static_assert(SMEM_BYTES <= 232448, "dynamic shared memory at most 227 KB");
 [[maybe_unused]] constexpr int MI = BM / 64 / CONSUMERS;      // m64 blocks per consumer
 [[maybe_unused]] constexpr int A_TILE = BM * BK * 2;
 [[maybe_unused]] constexpr int B_PANEL = BK * 64 * 2;
-[[maybe_unused]] constexpr int STAGE_BYTES = A_TILE + BK * BN * 2;
+[[maybe_unused]] constexpr int B_TILE = BK * BN * 2;
+[[maybe_unused]] constexpr int STAGE_STRIDE = A_TILE + B_TILE;  // bytes from one stage's buffer to the next
 [[maybe_unused]] constexpr int CONSUMER_REGS = CONSUMERS == 2 ? 232 : 240;
 [[maybe_unused]] constexpr int PRODUCER_REGS = 40;
+
+// The numbers the pipeline's mbarriers run on (host and device: the grader evaluates them).
+// BEGIN SOLUTION h3-tx: TX_BYTES, what a stage's arrive.expect_tx must announce: your answer to h2's TX_BYTES
+[[maybe_unused]] constexpr uint32_t TX_BYTES = (BM * BK + (BN / 64) * (64 * BK)) * sizeof(half);   // A's box + B's panels
+// END SOLUTION h3-tx
+// BEGIN SOLUTION h3-parity: full_parity(t) and empty_parity(t): the parities the consumers' FULL wait and the producer's EMPTY wait name for tile t (any STAGES)
+__host__ __device__ constexpr uint32_t full_parity(int t) { return (t / STAGES) & 1; }   // the (t / STAGES)-th fill
+// fill j = t / STAGES of a stage needs release j - 1 of it: parity (j - 1) & 1, which for j = 0 is
+// the parity of the phase "before" phase 0, so the first round passes at once
+__host__ __device__ constexpr uint32_t empty_parity(int t) { return ((t / STAGES) & 1) ^ 1; }
+// END SOLUTION h3-parity
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 hgemm_h3_ws(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
@@ -103,9 +120,9 @@ hgemm_h3_ws(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
         if (tid == 0) {
             for (int t = 0; t < KT; ++t) {
                 const int s = t % STAGES;
-                if (t >= STAGES) mbar_wait(&empty[s], ((t / STAGES) - 1) & 1);
-                unsigned char* a = smem + s * STAGE_BYTES;
-                mbar_arrive_tx(&full[s], STAGE_BYTES);
+                mbar_wait(&empty[s], empty_parity(t));
+                unsigned char* a = smem + s * STAGE_STRIDE;
+                mbar_arrive_tx(&full[s], TX_BYTES);
                 tma_load_2d(a, &tmA, t * BK, m0, &full[s]);
 #pragma unroll
                 for (int p = 0; p < BN / 64; ++p)
@@ -123,8 +140,8 @@ hgemm_h3_ws(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
 
         for (int t = 0; t < KT; ++t) {
             const int s = t % STAGES;
-            mbar_wait(&full[s], (t / STAGES) & 1);
-            const uint32_t a_s = smem_addr(smem + s * STAGE_BYTES) + c * MI * 8192, b_s = smem_addr(smem + s * STAGE_BYTES) + A_TILE;
+            mbar_wait(&full[s], full_parity(t));
+            const uint32_t a_s = smem_addr(smem + s * STAGE_STRIDE) + c * MI * 8192, b_s = smem_addr(smem + s * STAGE_STRIDE) + A_TILE;
             wgmma_fence();
 #pragma unroll
             for (int j = 0; j < BK / 16; ++j) {

@@ -1,8 +1,8 @@
 // hopper_ptx.cuh: the Hopper (sm_90a) instructions the h-rungs use, one small wrapper each.
 //
 //   smem_addr(p)                         generic pointer -> 32-bit shared-window address
-//   sw128_desc(addr, lbo, sbo)           a wgmma shared-memory matrix descriptor, 128-byte swizzle
-//   desc_k_major(addr), desc_mn_major(addr, panel_bytes)   the two kinds of operand used here
+//   desc_k_major(addr), desc_mn_major(addr, panel_bytes)   wgmma shared-memory matrix descriptors
+//                                        (128-byte swizzle) of the two kinds of operand used here
 //   wgmma_fence / _commit / _wait<N>     wgmma.fence, commit_group, wait_group N
 //   keep_in_regs(acc)                    an empty asm that pins accumulators across wgmma_wait
 //   wgmma_f16<N>(acc, da, db, scale_d)   wgmma.mma_async m64nNk16 f32 += f16 (A K-major, B MN-major)
@@ -27,20 +27,24 @@
 // are 128 bytes (64 halves or 32 floats) is stored so that the 16-byte chunk c of row r lands in
 // chunk c ^ (r % 8) of that row: eight consecutive rows form a 1024-byte "swizzle atom", and
 // reading one 16-byte column chunk down eight rows touches all 32 banks. TMA writes this layout
-// when the tensor map says CU_TENSOR_MAP_SWIZZLE_128B; the wgmma descriptor's layout type 1 reads
-// it; h1 writes it by hand. The XOR uses address bits [4,7) ^ [7,10), so every tile must start on
+// when the tensor map says CU_TENSOR_MAP_SWIZZLE_128B; the wgmma descriptor's swizzle mode says
+// so to the tensor core; h1 writes it by hand. The XOR uses address bits [4,7) ^ [7,10), so every tile must start on
 // a 1024-byte boundary.
 //
-// The descriptor (PTX ISA, "matrix descriptor"): bits [0,14) start address >> 4, [16,30) leading
-// byte offset (LBO) >> 4, [32,46) stride byte offset (SBO) >> 4, [62,64) layout (1 = 128B swizzle).
-//   K-major operand (K contiguous; A here, and B in the TF32 rung): a k-slice of the 128-byte rows.
-//     SBO = 1024, the step between 8-row groups; LBO unused (1) since one instruction's K (32 bytes)
-//     never leaves a row. The k-th 16-deep slice starts 32 * k bytes into the row: the hardware
-//     applies the XOR to the address it forms, so advancing the start address is enough.
-//   MN-major operand (N contiguous: row-major B, K x N): atoms of 64 N-values x 8 K-rows.
-//     SBO = 1024, the step between 8-deep K groups; LBO = the step between 64-wide N panels
-//     (each panel is a separate TMA box of BK rows x 128 bytes, so LBO = BK * 128). The k-th
-//     16-deep slice starts 16 rows = 2048 bytes further on.
+// The descriptor (PTX ISA, "Matrix Descriptor" of the wgmma section) is 64 bits: bits [0,14) the
+// start address >> 4, [16,30) the leading dimension byte offset (LBO) >> 4, [32,46) the stride
+// dimension byte offset (SBO) >> 4, [49,52) a base offset (0 here: every tile starts on a 1024-byte
+// boundary), [62,64) the swizzle mode (the section's table gives its values). Which of the two
+// offsets is which step depends on the operand's major-ness: the same section says so, with a
+// picture of each layout. The two layouts of this lab, in bytes:
+//   K-major operand (K contiguous: A, and B in the TF32 rung): rows of 128 bytes, one row per M (or
+//     N) index, 8 consecutive rows forming one swizzle atom, atoms one after another. One
+//     instruction's K (16 halves or 8 floats: 32 bytes) never leaves a row; the k-th slice starts
+//     32 k bytes into the rows (the hardware applies the XOR to the addresses it forms, so moving the
+//     start address is enough).
+//   MN-major operand (N contiguous: row-major B, K x N): 64-wide panels of N (128 bytes), each a
+//     separate TMA box of BK K-rows of 128 bytes, 8 consecutive K-rows forming one atom; panel p
+//     starts panel_bytes after panel p - 1. The k-th 16-deep slice starts 16 K-rows further on.
 #pragma once
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define HOPPER_STUB 1      // device pass for an architecture without wgmma / TMA / setmaxnreg
@@ -61,21 +65,22 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+// BEGIN SOLUTION h1-desc: desc_k_major(addr) and desc_mn_major(addr, panel_bytes), the descriptors of the two layouts above (keep the signatures: the grader calls them on the host too)
+__host__ __device__ constexpr uint64_t sw128_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
     return (uint64_t)((addr & 0x3FFFF) >> 4)
          | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16
          | (uint64_t)((sbo & 0x3FFFF) >> 4) << 32
          | (uint64_t)1 << 62;
 }
-
-// The two descriptors the rungs use (SBO = 1024: 8 rows of 128 bytes make one swizzle atom).
+// SBO = 1024: 8 rows of 128 bytes make one swizzle atom, the step between 8-row groups.
 // K-major: LBO unused (one instruction's K never leaves a 128-byte row); 16 by convention.
-__device__ __forceinline__ uint64_t desc_k_major(uint32_t addr) { return sw128_desc(addr, 16, 1024); }
+__host__ __device__ constexpr uint64_t desc_k_major(uint32_t addr) { return sw128_desc(addr, 16, 1024); }
 // MN-major: LBO = bytes from one 64-wide (128-byte) MN panel to the next.
 // (Exchanging the two strides breaks every shape: the check fails on all of them.)
-__device__ __forceinline__ uint64_t desc_mn_major(uint32_t addr, uint32_t panel_bytes) {
+__host__ __device__ constexpr uint64_t desc_mn_major(uint32_t addr, uint32_t panel_bytes) {
     return sw128_desc(addr, panel_bytes, 1024);
 }
+// END SOLUTION h1-desc
 
 // ---- wgmma bookkeeping --------------------------------------------------------------------------
 // wgmma_fence: registers written before it (the accumulators, zeroed) are seen by the next wgmma.
