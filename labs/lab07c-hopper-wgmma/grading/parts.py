@@ -49,9 +49,11 @@ SPEED_PCT = 75              # a correct kernel at >= 75 % of the reference's spe
 TIMING_SIZE = 2048          # M = N = K of the timing: 256 blocks of 128 x 128, 32 k-tiles each
 TIMING_BUDGET_S = 0.25
 CHECK_ROWS = 256
-# One part's GPU run takes seconds (the kernels are built before); a parity or byte-count mistake hangs
-# the kernel, and 90 s is what such a part costs before the next one runs.
-GPU_TIMEOUT_S = 90
+# One part's GPU run is its correctness on 7 shapes of at most a few hundred tiles and 0.5 s of interleaved
+# timing at 2048³: seconds on an H200 (the kernels are built before). A parity or byte-count mistake hangs
+# the kernel (the untouched workspace's TX_BYTES = 0 may too: TMA's bytes then drive the next phase's
+# count below zero), and each such part costs this long before the next one runs.
+GPU_TIMEOUT_S = 45
 HANG_HINT = "hung: a wait that never completes (phase parity? an expect_tx count above the bytes that land?)"
 
 # K a multiple of 8 (TMA's row pitch, lab.py's rule for h2 and h3). 1x1x8; partial tiles on every side;
