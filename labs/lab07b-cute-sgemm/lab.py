@@ -54,7 +54,7 @@ CUTE = [
          "the next tiles are in flight while this one computes"),
     _row("c3", "c3_register_double_buffer.cu", "c2 + register double buffering of the k-blocks",
          "k-block k+1 is read from shared memory while k-block k computes"),
-    _row("c4", "c4_swizzle.cu", "c3 + Swizzle<1,2,3> on the k-major tile (the worklog's B, our A)",
+    _row("c4", "c4_swizzle.cu", "c3 + a CuTe Swizzle on the k-major tile (the worklog's B, our A)",
          "removes the 2-way bank conflict of the worklog's 32-bit operand reads"),
     _row("c5", "c5_wide_epilogue.cu", "c4 + a permuted MMA layout: 128-bit loads and stores of C",
          "each thread's outputs come in groups of 4 along n: STG.E.128 (the worklog's final kernel)"),
