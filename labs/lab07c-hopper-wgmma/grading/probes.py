@@ -120,6 +120,10 @@ def tx_verdict(outputs):
     if not bad:
         return True, ""
     shapes = ", ".join(f"{got[k]} at BM = {k[0]}, BN = {k[1]}" for k in got)
+    if all(got[k] <= 0 for k in got):
+        return False, (f"TX_BYTES is {got[bad[0]]}: the arrival announces no bytes, so each phase completes on the "
+                       "arrival alone, before TMA has written anything, and the bytes that land count against the "
+                       "next phase")
     if all(2 * got[k] == want[k] for k in got):
         return False, (f"TX_BYTES ({shapes}) is exactly half the bytes a stage's loads write at every tile shape: "
                        "each phase completes while half the stage is still in flight")

@@ -209,6 +209,11 @@ def test_four_bytes_an_element_never_completes():
     assert not ok and "never completes" in reason and "hang" in reason
 
 
+def test_the_placeholder_zero_announces_nothing():
+    ok, reason = _tx(lambda bm, bn, bk: 0)
+    assert not ok and "announces no bytes" in reason
+
+
 def test_an_other_shortfall_completes_early():
     ok, reason = _tx(lambda bm, bn, bk: (bm * bk + bk * bn) * 2 - 16)
     assert not ok and "completes before" in reason
