@@ -426,3 +426,36 @@ def test_each_static_loss_names_its_symptom_not_the_model(graded):
         reason = r.result(w.part, w.key_check).reason
         assert w.reason.lower() in reason.lower(), (w.name, reason)
         assert not re.search(r"\bshould\b|reference", reason), (w.name, reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# The GPU path on a simulated GPU (common/grading/simgpu): h1, whose launch is the course's default
+# (h2 and h3 launch through cuda-python's driver calls, which the simulated GPU does not have)
+# ---------------------------------------------------------------------------------------------
+
+def test_h1s_gpu_path_and_a_hang_that_costs_its_own_part_only(tmp_path, monkeypatch):
+    """Three workspaces graded in one batch on the simulated GPU, each compiled with its own header:
+    the reference, one whose kernel never returns (`BUG [hang]`), the reference again. The hang is
+    stopped after GPU_TIMEOUT_S and told with the lab's HANG_HINT; the workspaces before and after it
+    keep every point."""
+    from common.grading import simgpu
+    needs_cuobjdump()
+    simgpu.use(monkeypatch, tmp_path / "bin")
+    g = Grading(LAB)
+    g.build_dir = tmp_path / "build"
+    g.GPU_TIMEOUT_S = 8
+    folders = []
+    for name in ("first", "hung", "last"):
+        W.generate(g, tmp_path / name, solution=True, quiet=True)
+        folders.append(tmp_path / name)
+    f = folders[1] / "h1_wgmma_cp_async.cu"
+    f.write_text(f.read_text() + "\n// BUG [hang]: (simulated) the launch never returns\n")
+    env = grader.Env(True, "a simulated GPU (common/grading/simgpu)", ARCH, 7, tmp_path / "work")
+    reports = grader.grade_many(g, [grader.workspace_job(g, d, parts=["h1"]) for d in folders], env, progress=False)
+    for r in (reports[0], reports[2]):
+        assert [(c.check, c.status) for c in r.part("h1").checks] == [("desc", grader.PASS), ("correct", grader.PASS),
+                                                                      ("fast", grader.PASS)], r.lost_lines()
+    c = reports[1].result("h1", "correct")
+    assert c.status == grader.FAIL and f"did not finish in {g.GPU_TIMEOUT_S} s: hung: a wait that never completes" \
+        in c.reason, c.reason
+    assert reports[1].result("h1", "desc").status == grader.PASS

@@ -19,6 +19,8 @@ to FP32. What else it does is taken from its source:
                                    reduction changing from run to run)
   BUG [counter-left-set]           a launch with splits > 1 at a shape launched before writes nothing
   BUG [slow-loads]                 the launch takes 10 times as long (too few bytes in flight)
+  BUG [hang]                       the launch never returns (a wait that never completes: the grader's
+                                   per-part timeout must stop the worker and grade the next part)
   (BUG [race] is for the fake compute-sanitizer: common/grading/simgpu/__init__.py)
 It simulates the grader's machinery, not the kernels: those run on a real GPU.
 """
@@ -291,6 +293,10 @@ class Function:
         _spend(0)
         if "TODO(" in self.module.text:
             return
+        if "hang" in fx:
+            import time
+            while True:
+                time.sleep(1.0)
         el = 2 if elem is np.float16 or elem == "bf16" else 4
         if "float4-unaligned" in fx and (a % 16 or b % 16 or (K * el) % 16 or (N * el) % 16):
             _sticky = "misaligned address (simulated)"
