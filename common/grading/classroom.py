@@ -584,6 +584,8 @@ def demo(g, dest, force=False, quiet=False):
             ws = dest / w.name
             shutil.copytree(dest / "reference", ws)
             (ws / files[w.part].name).write_text(Path(src).read_text())
+            if w.file:                    # a header's patch (spec.Wrong.file): the patched header too
+                (ws / w.file).write_text((Path(src).parent / w.file).read_text())
             (ws / "BUG.txt").write_text(f"{w.patch}: {w.bug}\npart {w.part}; without a GPU it must lose "
                                         f"{', '.join(w.lose_here) or 'nothing'}; on a GPU also "
                                         f"{', '.join(w.lose_on_gpu) or 'nothing'}\n")

@@ -459,3 +459,12 @@ def test_h1s_gpu_path_and_a_hang_that_costs_its_own_part_only(tmp_path, monkeypa
     assert c.status == grader.FAIL and f"did not finish in {g.GPU_TIMEOUT_S} s: hung: a wait that never completes" \
         in c.reason, c.reason
     assert reports[1].result("h1", "desc").status == grader.PASS
+
+
+def test_the_class_demo_gives_each_header_patch_its_patched_header(tmp_path):
+    from common.grading import classroom
+    made = {m.name: m for m in classroom.demo(G, tmp_path / "class", quiet=True)}
+    for w in G.wrong:
+        header = (made[w.name] / "hopper_ptx.cuh").read_text()
+        kernel = (made[w.name] / G.kernel_files()[w.part].name).read_text()
+        assert ("BUG" in header) == bool(w.file) and ("BUG" in kernel) == (not w.file), w.name
