@@ -221,6 +221,11 @@ def _readme(g, solution):
     rows += [f"| {p.name} | `answers.toml` [{p.name}] | {p.title} | {p.max_points} |"
              for p in g.parts if p.name in ("questions", "predictions")]
     rows = "\n".join(rows)
+    names = ", ".join(f"`{h}`" for h in g.headers)
+    shared = (f"\n{names}: the header the kernels include, with TODOs of its own (the parts above say which): "
+              "keep it beside them, they are compiled against your copy." if g.headers else "")
+    heads = f", {names}" if g.headers else ""
+    race = ", racecheck" if any(c.kind == "race-free" for p in g.code_parts for c in p.checks) else ""
     given = "".join(f"\n`given/{Path(g.lab.kernel(k).path).name}` is {k}, the rung before the first graded one, whole: "
                     "read it, build on it (it is not graded)." for k in g.given)
     return f"""# {g.lab.title.split(':')[0]} workspace{' (reference solution)' if solution else ''}
@@ -234,7 +239,7 @@ before you measure, then run `make grade` in the lab folder (or `make grade WORK
 
 Until you fill a region in, its kernel still compiles (the placeholder computes nothing), so the
 grader can tell you "wrong result" rather than "does not compile". Where a later rung repeats an
-earlier one's code, its TODO says so: bring your own earlier work.{given}
+earlier one's code, its TODO says so: bring your own earlier work.{given}{shared}
 A question with a `<id>_why` key in `answers.toml` wants your reason in a sentence too: the point
 needs the answer and a reason that names what decides it.
 
@@ -242,7 +247,7 @@ How it is graded: your kernel is compiled into the grader's own build folder and
 reference kernel's launch shape (from the lab's table, `lab.py`). Without a GPU: it compiles, and
 the SASS and ptxas report have what the part asks (the right math instructions, the loads, no local
 memory), and the answers. On a GPU also: fresh random inputs on awkward shapes against a float64
-reference, nothing written outside C, racecheck, and speed against the reference solution measured
+reference, nothing written outside C{race}, and speed against the reference solution measured
 in the same run ({g.SPEED_PCT} % of it earns the point); after timing, fresh inputs in the same
-buffers must give the right result again. Only your `.cu` files and `answers.toml` are read.
+buffers must give the right result again. Only your `.cu` files{heads} and `answers.toml` are read.
 """
