@@ -52,8 +52,9 @@ CHECK_ROWS = 256
 # One part's GPU run is its correctness on 7 shapes of at most a few hundred tiles and 0.5 s of interleaved
 # timing at 2048³: seconds on an H200 (the kernels are built before). A parity or byte-count mistake hangs
 # the kernel (the untouched workspace's TX_BYTES = 0 may too: TMA's bytes then drive the next phase's
-# count below zero), and each such part costs this long before the next one runs.
-GPU_TIMEOUT_S = 45
+# count below zero), and each such part costs this long before the next one runs: 20 s is several times
+# what a part that finishes takes.
+GPU_TIMEOUT_S = 20
 HANG_HINT = "hung: a wait that never completes (phase parity? an expect_tx count above the bytes that land?)"
 
 # K a multiple of 8 (TMA's row pitch, lab.py's rule for h2 and h3). 1x1x8; partial tiles on every side;
