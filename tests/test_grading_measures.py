@@ -227,10 +227,14 @@ def test_worker_bandwidth_counts_a_b_and_c_against_the_copys_read_and_write(monk
             pass
     prob = SimpleNamespace(A=np.zeros((1, 1024), np.float32), B=np.zeros((1024, 1024), np.float32),
                            launch=lambda f: None, free=lambda: None)
-    cuda = SimpleNamespace(mem_alloc=lambda n: Buf(), memcpy_dtod_async=lambda d, s, n: None)
+    syncs = []
+    cuda = SimpleNamespace(mem_alloc=lambda n: Buf(), memcpy_dtod_async=lambda d, s, n: None,
+                           Context=SimpleNamespace(synchronize=lambda: syncs.append(1)))
+    monkeypatch.setattr(measures, "CLOCK_RAMP_S", 0.01)
     for kernel_ms, pct in ((1.0, 50.0), (0.5, 100.0)):
         monkeypatch.setattr(timing, "time_interleaved", lambda runs, flusher, budget_s, kernel_ms=kernel_ms: {
             "kernel": SimpleNamespace(times_ms=[kernel_ms] * 3), "copy": SimpleNamespace(times_ms=[1.0] * 3)})
         res = measures.measure_bandwidth(cuda, lambda shape: prob, None, (1, 1024, 1024), None)
         assert res["bytes"] == 4096 + 4 * 1024 * 1024 + 4096
         assert res["pct_of_copy"] == pytest.approx(pct)
+    assert syncs, "the kernel ran back to back (the clock's ramp) before it was timed"

@@ -153,7 +153,7 @@ def judge(problem, C, changed_before, changed_after, label, rows=None, when=""):
     pattern = None
     if not ok:
         from ..errors import CourseError
-        from .grader import mismatch_pattern
+        from .symptoms import mismatch_pattern
         sub64 = np.asarray(sub, dtype=np.float64)
         bad = ~np.isfinite(sub64) | (np.abs(sub64 - ref) > tol)
         try:

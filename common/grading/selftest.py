@@ -93,7 +93,7 @@ def expectations(g, reports, env):
             if missed:
                 problems.append(f"wrong/{w.patch}: on the GPU it kept {sorted(missed)}, which it must lose")
         key = r.result(w.part, w.key_check) if w.key_check else None
-        if key is not None and key.status == grader.FAIL and w.reason.lower() not in key.reason.lower():
+        if key is not None and key.status == grader.FAIL and not w.said_in(key.reason):
             problems.append(f"wrong/{w.patch}: {w.key_check} was lost, but its reason does not say {w.reason!r}: "
                             f"{key.reason}")
     return problems

@@ -50,8 +50,8 @@ STATIC_KINDS = ("computes-fp32", "computes-tensor", "cp-async", "registers", "ld
                 "cp-async-fence",   # fences.py: every cp.async loop waits, then a barrier, before its shared loads
                 "probe")            # hostprobe.py: a lab's host program around the student's file, and its verdict
 GPU_KINDS = ("correct", "race-free", "fast", "bandwidth", "bitwise", "rules-speed")
-RULES_KINDS = ("rules-sane",)     # a rules part's check without a GPU (rules.py)
 GPU_KINDS += ("bank-conflicts",)   # bankcheck.py: ncu, shared-load bank conflicts per load against the reference's
+RULES_KINDS = ("rules-sane",)     # a rules part's check without a GPU (rules.py)
 
 DEFAULTS = {
     "SPEED_PCT": 75,              # a correct kernel at >= 75 % of the reference's speed gets the point
@@ -108,7 +108,9 @@ class Region:
 @dataclass(frozen=True)
 class Wrong:
     """A known-wrong kernel: wrong/<patch>, the part's reference kernel with one bug.
-    `reason`: words the reason of the first check it must lose (lose_here, then lose_on_gpu) contains."""
+    `reason`: words the reason of the first check it must lose (lose_here, then lose_on_gpu) contains;
+    "a | b" where the bug shows either way (an out-of-bounds write crashes a real GPU and only gives
+    wrong elements on the simulated one)."""
     patch: str                # under grading/wrong/
     part: str                 # graded as this part
     bug: str                  # in a few words
@@ -125,6 +127,10 @@ class Wrong:
     @property
     def key_check(self):
         return (self.lose_here + self.lose_on_gpu + ("",))[0]
+
+    def said_in(self, text):
+        """Does a check's reason name this bug (one of `reason`'s alternatives)?"""
+        return any(r.strip().lower() in text.lower() for r in self.reason.split(" | "))
 
 
 def has_grading(lab):

@@ -208,7 +208,7 @@ def test_a_known_wrong_kernel_loses_exactly_its_static_points_here(graded, wrong
     assert lost == set(wrong.lose_here), f"{wrong.patch}: lost {sorted(lost)}, must lose {sorted(wrong.lose_here)}"
     if wrong.lose_here:
         key = r.result(wrong.part, wrong.key_check)
-        assert wrong.reason.lower() in key.reason.lower(), key.reason
+        assert wrong.said_in(key.reason), key.reason
     for c in r.part(wrong.part).checks:
         if G.part(wrong.part).check(c.check).needs_gpu:
             assert c.status == grader.NEEDS_GPU
