@@ -11,10 +11,13 @@
     diff(lab, args)          the target: a header naming both rungs and their files, then the diff
 
 A rung's file is read whole, top to bottom, by a student; the diff is how the next one reads: only
-what changed, with a few lines around it.
+what changed, with a few lines around it. A rung whose body lives in a header of its own beside it
+(`#include "v8_pipelined.cuh"`: another lab includes the same body) is read with that header in place
+of the include line, so the diff shows the rung's code, not its move into a header.
 """
 import difflib
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -22,6 +25,26 @@ from pathlib import Path
 from .errors import CourseError
 
 RED, GREEN, CYAN, BOLD, RESET = "\033[31m", "\033[32m", "\033[36m", "\033[1m", "\033[0m"
+
+
+_LOCAL_HEADER = re.compile(r'^\s*#\s*include\s+"([^"/]+\.cuh)"')
+
+
+def rung_lines(path):
+    """The rung's source as a student reads it: its own headers (a quoted .cuh beside it) inlined once,
+    each between marker comments."""
+    path, out, seen = Path(path), [], set()
+    for line in path.read_text().splitlines():
+        m = _LOCAL_HEADER.match(line)
+        header = path.parent / m.group(1) if m else None
+        if header is not None and header.is_file() and header not in seen:
+            seen.add(header)
+            out.append(f"// ---- {header.name} (included here) ----")
+            out += header.read_text().splitlines()
+            out.append(f"// ---- end of {header.name} ----")
+        else:
+            out.append(line)
+    return out
 
 
 def _rungs(rows):
@@ -164,7 +187,7 @@ def diff(lab, args, labs=None, stream=None):
                      or "none"))
         print("\n".join(head), file=stream)
         return []
-    old, new = old_path.read_text().splitlines(), new_path.read_text().splitlines()
+    old, new = rung_lines(old_path), rung_lines(new_path)
     if getattr(args, "side_by_side", False):
         width = getattr(args, "width", None) or shutil.get_terminal_size((160, 40)).columns
         body = side_by_side(old, new, width, context, color)

@@ -137,3 +137,19 @@ def test_without_kernel_it_lists_the_rungs_it_can_show():
     with pytest.raises(CourseError) as e:
         rungs.diff(_lab("lab07c-hopper-wgmma"), _args())
     assert "KERNEL=" in e.value.message and "h2" in e.value.hint and "t4," not in e.value.hint + ","
+
+
+def test_a_rung_whose_body_is_in_its_own_header_is_diffed_with_the_header_inlined(tmp_path):
+    """v8's body lives in v8_pipelined.cuh (lab 7d includes it too): the diff against v7 must show the
+    body, not one include line against v7's 250."""
+    from common.rungs import rung_lines
+    (tmp_path / "body.cuh").write_text("int body() { return 1; }\n")
+    (tmp_path / "k.cu").write_text('// k\n#include "body.cuh"\n#include <cuda.h>\n#include "body.cuh"\n')
+    lines = rung_lines(tmp_path / "k.cu")
+    assert "int body() { return 1; }" in lines and lines.count("int body() { return 1; }") == 1
+    assert "#include <cuda.h>" in lines and lines[0] == "// k"
+    from common.lab import load
+    from pathlib import Path
+    lab = load(Path(__file__).resolve().parents[1] / "labs" / "lab07-matmul-registers")
+    v8 = rung_lines(lab.kernel("v8").path)
+    assert any("v8_pipelined.cuh (included here)" in l for l in v8) and len(v8) > 300
