@@ -191,3 +191,15 @@ def test_a_wrong_result_is_described_by_where_it_is_wrong_never_by_the_model(lab
     reason = grader.case_reason(r)
     assert "odd rows" in reason, reason
     assert gpu.judge(prob, ref.astype(np.float32), 0, 0, "x")["pattern"] is None
+
+
+def test_loading_a_labs_grading_refuses_a_probe_check_without_its_program(monkeypatch):
+    """Said once, in the loader (spec.Grading): a probe check needs its PROBES row and its program."""
+    from common.errors import CourseError
+    from common.grading import hostprobe
+    lab = next(load(d) for d in all_lab_dirs() if has_grading(load(d)) and
+               any(c.kind == "probe" for p in Grading(load(d)).code_parts for c in p.checks))
+    Grading(lab)                                     # as committed: every probe has its program
+    monkeypatch.setattr(hostprobe, "probe_for", lambda g, part, check: hostprobe.Probe("missing.cu", lambda r: (True, "")))
+    with pytest.raises(CourseError, match="no program probes/missing.cu"):
+        Grading(lab)

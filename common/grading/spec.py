@@ -177,6 +177,11 @@ class Grading:
                 if c.kind not in STATIC_KINDS + GPU_KINDS + RULES_KINDS:
                     raise CourseError(f"grading/parts.py: {p.name} {c.name}: no check kind {c.kind!r}",
                                       hint=f"kinds: {', '.join(STATIC_KINDS + GPU_KINDS)}")
+                if c.kind == "probe":
+                    from .hostprobe import probe_for
+                    probe = probe_for(self, p.name, c.name)      # CourseError when PROBES lacks the row
+                    if not (self.dir / "probes" / probe.program).exists():
+                        raise CourseError(f"grading/probes.py: {p.name} {c.name}: no program probes/{probe.program}")
         for name in self.given:
             self.lab.kernel(name)
             if name in {p.kernel for p in self.code_parts}:

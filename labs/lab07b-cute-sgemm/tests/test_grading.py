@@ -46,14 +46,6 @@ def test_the_markers_are_comment_lines_only():
         assert W.strip_markers(text).count("\n") == text.count("\n") - 2 * len(W.regions(text))
 
 
-def test_every_probe_check_has_its_program_and_verdict():
-    for p in G.code_parts:
-        for c in p.checks:
-            if c.kind == "probe":
-                probe = PROBES.PROBES[(p.name, c.name)]
-                assert (G.dir / "probes" / probe.program).exists() and callable(probe.verdict)
-
-
 def test_the_gates_make_the_untouched_workspace_score_zero():
     """Every GPU check requires a static check that the untouched workspace fails, except the measured
     bank conflicts: the untouched c4 is c3's plain tile, whose conflicts are what it measures."""
