@@ -35,6 +35,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from . import writes
 from .build import find_nvcc
 from .errors import CourseError
 
@@ -103,8 +104,10 @@ class Legality:
         try:
             self.cache_path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.cache_path.with_suffix(f".{os.getpid()}.tmp")     # writers never share a file
+            writes.note_temporary(tmp)      # the lab's build/ is watched while a class is graded
             tmp.write_text(json.dumps(self._known, indent=0, sort_keys=True))
             tmp.replace(self.cache_path)
+            writes.note(self.cache_path)
         except OSError:
             pass                    # a read-only checkout: the answers are only not remembered
 

@@ -3,7 +3,8 @@
     PATH                      the folder to put first on PYTHONPATH: its pycuda/ is numpy behind the
                               few pycuda.driver calls the grader's workers make (pycuda/driver.py)
     use(monkeypatch, folder, timing_size=192)   in a pytest test: the grader's workers get this
-                              pycuda, racecheck runs the fake compute-sanitizer written into `folder`
+                              pycuda, racecheck runs the fake compute-sanitizer written into `folder`,
+                              and there is no ncu (bank-conflict checks skip, as on a GPU without it)
     env(work, arch="sm_90", seed=1)   -> a grader.Env that says "GPU": grade_many / grade_workspace
                               then run the GPU checks in workers on this simulated GPU (after use())
     write_sanitizer(folder)   -> the fake compute-sanitizer: runs the program, and reports a race in
@@ -51,12 +52,18 @@ def write_sanitizer(folder):
 
 
 def use(monkeypatch, folder, timing_size=192):
-    from common import sanitizer
+    from common import ncu, sanitizer
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PATH), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("GRADE_TIMING_SIZE", str(timing_size))
     fake = write_sanitizer(folder)
     monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: str(fake))
+    monkeypatch.setattr(ncu, "find_ncu", _no_ncu)     # the same on a machine that has ncu and a GPU
     return fake
+
+
+def _no_ncu():
+    from common.errors import CourseError
+    raise CourseError("the simulated GPU has no Nsight Compute (ncu) to count its bank conflicts")
 
 
 def env(work, arch="sm_90", seed=1):
