@@ -157,11 +157,12 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
         saved = json.loads(meta.read_text())
         if saved.get("stamp") == stamp:
             return saved["kernels"]
-    out.parent.mkdir(parents=True, exist_ok=True)
     # nvcc writes a private file that replaces the cubin in one step: two processes building the same
-    # cubin at once (pytest -n 2) each leave a whole one, never a torn one
+    # cubin at once (pytest -n 2) each leave a whole one, never a torn one. Noted before the folder
+    # is made, so a watcher that sees a new folder finds the course's note of a file inside it.
     part = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.part")
     writes.note_temporary(part)
+    out.parent.mkdir(parents=True, exist_ok=True)
     cmd = [find_nvcc(), *_nvcc_flags(arch), *flags, *[f"-I{d}" for d in include_dirs],
            *[f"-D{k}={v}" for k, v in defines.items()], "-o", str(part), str(src)]
     proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -102,9 +102,9 @@ class Legality:
 
     def _save(self):
         try:
-            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.cache_path.with_suffix(f".{os.getpid()}.tmp")     # writers never share a file
             writes.note_temporary(tmp)      # the lab's build/ is watched while a class is graded
+            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_text(json.dumps(self._known, indent=0, sort_keys=True))
             tmp.replace(self.cache_path)
             writes.note(self.cache_path)

@@ -12,7 +12,9 @@ records): each such write is noted here, and the watcher excuses a change the jo
     digest(path)          the digest the journal uses (None for a file that cannot be read)
     Journal()             the lines written since it was made: .read() takes in new lines;
                           .explains(path, digest) is True when a process that grades no submission
-                          noted `path` with these bytes (or as a scratch file)
+                          noted `path` with these bytes (or as a scratch file); a folder ("dir/") is
+                          explained by such a note of a path inside it (the course notes a file
+                          before it makes the file's folder)
 
 The journal is build/writes.jsonl at the course's root (git ignores build/). A grading worker has
 GRADE_WORKER in its environment: what it notes is never excused, so a submission cannot launder a
@@ -100,7 +102,10 @@ class Journal:
 
     def explains(self, path, file_digest):
         self.read()
-        noted = self.entries.get(str(path))
+        path = str(path)
+        if path.endswith("/"):          # a folder (a watcher's "dir/"): made when a noted file went into it
+            return any(p and p.startswith(path) for p in self.entries)
+        noted = self.entries.get(path)
         if not noted:
             return False
         return None in noted or file_digest in noted

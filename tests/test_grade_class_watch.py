@@ -68,6 +68,32 @@ def test_the_course_writing_its_records_and_cubins_beside_a_worker_blames_nobody
     assert _while_grading(watched, bench_and_build) == []
 
 
+def test_a_folder_the_course_makes_for_its_file_blames_nobody_and_a_students_folder_is_caught(watched):
+    """The legality cache (common/legality.py) makes build/legality/ the first time a tuner asks: on the
+    H200 a class graded beside the tests was told it had "created .../build/legality/"."""
+    cache = watched.lab / "build" / "legality" / "k-0123.json"
+
+    def legality_cache():
+        tmp = cache.with_suffix(".77.tmp")
+        writes.note_temporary(tmp)          # noted before the folder is made, as the course does
+        cache.parent.mkdir()
+        tmp.write_text("{}")
+        tmp.replace(cache)
+        writes.note(cache)
+    assert _while_grading(watched, legality_cache) == []
+    mine = watched.lab / "build" / "mine"
+    assert _while_grading(watched, lambda: mine.mkdir()) == [f"created {mine}/"]
+
+
+def test_a_note_that_comes_just_after_the_snapshot_still_explains_the_write(watched):
+    path = watched.lab / "results" / "late.json"
+
+    def write_then_note_later():
+        path.write_text("{}")
+        threading.Timer(classroom.NOTE_GRACE_S / 5, writes.note, args=(path,)).start()
+    assert _while_grading(watched, write_then_note_later) == []
+
+
 def test_a_file_rewritten_with_the_same_bytes_is_no_change(watched):
     cubin = watched.lab / "build" / "sm_90" / "k.cubin"
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from .. import report as rep
 from .. import writes
 from ..errors import CourseError
-from . import classreport, sandbox, submissions
+from . import classreport, gpu as gpumod, sandbox, submissions
 
 ROOT = Path(__file__).resolve().parents[2]        # the course: what makes `common` importable
 FINISHED = ("graded", "crashed", "timed out", "refused")
@@ -164,7 +164,7 @@ def prebuild(g, plan, gpus):
     if not arch:
         return
     wanted = set(plan.parts or [p.name for p in g.parts])
-    kernels = sorted({p.kernel for p in g.code_parts if p.name in wanted})
+    kernels = sorted({p.kernel for p in g.code_parts if p.name in wanted and p.kernel})   # rules parts have none
     lock = plan.out_dir / ".build.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "w") as f:
@@ -175,6 +175,11 @@ def prebuild(g, plan, gpus):
 # ---------------------------------------------------------------------------------------------
 # Writes outside a submission's folder
 # ---------------------------------------------------------------------------------------------
+
+# how long a change the journal does not explain yet waits for its note: the course notes a file right
+# after it is in place, so a snapshot can fall between the two
+NOTE_GRACE_S = 0.5
+
 
 class Watch:
     """Snapshots of what grading trusts, at every worker's start and end: the grader (common/, mk/),
@@ -211,9 +216,11 @@ class Watch:
         if self.fresh and not self.active:
             return
         later = self.snap.again()
-        for what, path in self.snap.changes(later):
-            if self.explained(what, path, later):
-                continue
+        unexplained = [(w, p) for w, p in self.snap.changes(later) if not self.explained(w, p, later)]
+        if unexplained:                 # a course process notes a write just after making it: ask again
+            time.sleep(NOTE_GRACE_S)
+            unexplained = [(w, p) for w, p in unexplained if not self.explained(w, p, later)]
+        for what, path in unexplained:
             for name in self.active:
                 self.found.setdefault(name, []).append(f"{what} {path}")
         self.snap = later
@@ -269,6 +276,11 @@ def _read(path):
         return ""
 
 
+def gpu_lock(work_root, gpu):
+    """The lock file of one GPU when more workers than GPUs grade a class (gpu.turn says how it is used)."""
+    return Path(work_root) / f"gpu-{gpu}.lock"
+
+
 def grade_one(g, plan, sub, work_root, mode, gpu=None, watch=None):
     """Grade one submission; returns its record (what OUT/students/<name>.json holds)."""
     start = time.time()
@@ -298,6 +310,10 @@ def grade_one(g, plan, sub, work_root, mode, gpu=None, watch=None):
         extra = {"PYTHONPATH": pythonpath, writes.WORKER_VAR: sub.name}
         if gpu is not None:
             extra["CUDA_VISIBLE_DEVICES"] = gpu
+            shared = gpu_lock(work_root, gpu)
+            if shared.exists():         # workers share this GPU: each its own link to the GPU's lock
+                os.link(shared, private / "gpu.lock")
+                extra[gpumod.LOCK_VAR] = str(private / "gpu.lock")
         env = sandbox.worker_env(private, extra)
         hide = [plan.submissions, plan.out, work_root]
         cmd = sandbox.wrap(argv, mode, private, hide=hide, gpu=not plan.no_gpu,
@@ -476,6 +492,9 @@ def grade_here(g, plan, jobs=None, force=False, quiet=False):
         free = queue.Queue()
         for i in range(jobs):
             free.put(gpus[i % len(gpus)] if gpus else None)
+        if gpus and jobs > len(gpus):   # a GPU serves several workers: they take turns on it
+            for gid in gpus:
+                gpu_lock(work_root, gid).touch()
 
         def one(s):
             gpu = free.get()

@@ -23,11 +23,14 @@ What a part's run does, for the student's kernel (K_s) and the reference kernel 
 K_s is launched with the reference row (threads, grid, shared memory from the reference kernel).
 
 Parent side (grader.py calls these):
+    turn()                           a context: this process's turn on its GPU (a no-op unless
+                                     `make grade-class` shares a GPU between workers, see turn)
     run_parts(lab, items, out_dir)   -> {item id: result dict}
     racecheck(lab, items, log_dir)   -> {item id: (status, reason)}
     measure(lab, out_file)           -> {"values": {prediction id: value}, ...}
 """
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -37,6 +40,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]          # the repository: what makes `common` importable
+LOCK_VAR = "GRADE_GPU_LOCK"                         # set by grade-class for a worker that shares its GPU
 WORKER = ["-m", "common.grading.gpu"]               # the worker program (tests put a fake one here)
 GUARD_BEFORE = 256                  # bytes before each matrix (keeps 256-byte alignment)
 GUARD_AFTER = 16384                 # bytes after: a row of K <= 4096 FP32 values
@@ -49,6 +53,26 @@ CRASH_EXIT = 3
 # =============================================================================================
 # Worker side (runs on the GPU machine)
 # =============================================================================================
+
+
+@contextlib.contextmanager
+def turn():
+    """Hold this GPU for the GPU checks of one submission. `make grade-class` with more workers than
+    GPUs gives the workers of one GPU a hard link each to the same lock file (GRADE_GPU_LOCK names
+    this worker's link, inside its sandbox): an exclusive flock on it lets them compile side by side
+    and run on the GPU one at a time, so no submission is timed, or profiled by ncu, beside another.
+    Without the variable (make grade, the selftest, a worker alone on its GPU) it does nothing."""
+    path = os.environ.get(LOCK_VAR)
+    if not path:
+        yield
+        return
+    import fcntl
+    with open(path, "rb") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 def _write_json(path, data):
     tmp = Path(str(path) + ".tmp")

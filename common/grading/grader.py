@@ -274,6 +274,37 @@ def _say(progress, text):
         print(f"[grade] {text}", file=sys.stderr, flush=True)
 
 
+
+def _on_the_gpu(g, jobs, env, lab, items, by_item, progress):
+    """The GPU checks of a batch: correctness and timing, racecheck, bank conflicts under ncu, and the
+    predictions' measurements. Returns (results, races, measured), keyed as grade_many reads them."""
+    from . import gpu as gpumod
+    gpu_results, races, measured = {}, {}, None
+    if items:
+        _say(progress, f"GPU: correctness, timing and the re-check of {len(items)} kernel(s)")
+        results = gpumod.run_parts(lab, items, env.work / "parts", g.GPU_TIMEOUT_S, g.HANG_HINT)
+        # racecheck only for the parts that grade it (a kernel that hangs would hang there too)
+        raced = [it for it in items if any(c.kind == "race-free" for c in g.part(it["part"]).checks)]
+        if raced:
+            _say(progress, f"GPU: compute-sanitizer racecheck on {len(raced)} kernel(s)")
+        race = gpumod.racecheck(lab, raced, env.work / "racecheck", g.SANITIZER_TIMEOUT_S) if raced else {}
+        gpu_results = {key: results[iid] for key, iid in by_item.items()}
+        races = {key: race.get(iid) for key, iid in by_item.items()}
+        shapes = {p.name: c.shape for p in g.code_parts for c in p.checks if c.kind == "bank-conflicts"}
+        banked = [it for it in items if it["part"] in shapes]
+        if banked:                    # bankcheck.py: ncu on the student's kernel and on the reference
+            from . import bankcheck
+            _say(progress, f"GPU: shared-memory bank conflicts under ncu, {len(banked)} kernel(s)")
+            conflicts = bankcheck.measure(lab, banked, shapes, env.work / "ncu", g.GPU_TIMEOUT_S)
+            for key, iid in by_item.items():
+                if iid in conflicts and isinstance(gpu_results.get(key), dict):
+                    gpu_results[key]["bank_conflicts"] = conflicts[iid]
+    if any(not p.computed for p in g.predictions) and any("predictions" in job.parts for job in jobs):
+        _say(progress, f"GPU: the reference ladder and cuBLAS at {g.PREDICTION_SIZE}³ (for the predictions)")
+        measured = gpumod.measure(lab, env.work / "measure.json", g.GPU_TIMEOUT_S)
+    return gpu_results, races, measured
+
+
 def grade_many(g, jobs, env, progress=True):
     """Grade every job; the GPU work of all of them in one batch (one racecheck run per batch of
     distinct file names). Returns one Report per job, in order."""
@@ -321,28 +352,8 @@ def grade_many(g, jobs, env, progress=True):
                           "seed": env.seed + 7919 * len(items)})
             by_item[(ji, name)] = iid
         from . import gpu as gpumod
-        if items:
-            _say(progress, f"GPU: correctness, timing and the re-check of {len(items)} kernel(s)")
-            results = gpumod.run_parts(lab, items, env.work / "parts", g.GPU_TIMEOUT_S, g.HANG_HINT)
-            # racecheck only for the parts that grade it (a kernel that hangs would hang there too)
-            raced = [it for it in items if any(c.kind == "race-free" for c in g.part(it["part"]).checks)]
-            if raced:
-                _say(progress, f"GPU: compute-sanitizer racecheck on {len(raced)} kernel(s)")
-            race = gpumod.racecheck(lab, raced, env.work / "racecheck", g.SANITIZER_TIMEOUT_S) if raced else {}
-            gpu_results = {key: results[iid] for key, iid in by_item.items()}
-            races = {key: race.get(iid) for key, iid in by_item.items()}
-            shapes = {p.name: c.shape for p in g.code_parts for c in p.checks if c.kind == "bank-conflicts"}
-            banked = [it for it in items if it["part"] in shapes]
-            if banked:                    # bankcheck.py: ncu on the student's kernel and on the reference
-                from . import bankcheck
-                _say(progress, f"GPU: shared-memory bank conflicts under ncu, {len(banked)} kernel(s)")
-                conflicts = bankcheck.measure(lab, banked, shapes, env.work / "ncu", g.GPU_TIMEOUT_S)
-                for key, iid in by_item.items():
-                    if iid in conflicts and isinstance(gpu_results.get(key), dict):
-                        gpu_results[key]["bank_conflicts"] = conflicts[iid]
-        if any(not p.computed for p in g.predictions) and any("predictions" in job.parts for job in jobs):
-            _say(progress, f"GPU: the reference ladder and cuBLAS at {g.PREDICTION_SIZE}³ (for the predictions)")
-            measured = gpumod.measure(lab, env.work / "measure.json", g.GPU_TIMEOUT_S)
+        with gpumod.turn():
+            gpu_results, races, measured = _on_the_gpu(g, jobs, env, lab, items, by_item, progress)
     # 4. the reports
     reports = []
     for ji, job in enumerate(jobs):
@@ -482,8 +493,9 @@ def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env):
 
 def _rules_part(g, part, source, env):
     """A part whose answer is a rules file, not a kernel (rules.py grades it, here and on a GPU)."""
-    from . import rules
-    raw = rules.verdicts(g, part, source, env)
+    from . import gpu as gpumod, rules
+    with gpumod.turn():                         # its speed is measured on the GPU (rules.py)
+        raw = rules.verdicts(g, part, source, env)
     return PartResult(part.name, part.title, [CheckResult(part.name, c.name, c.what, c.points, *raw[c.name])
                                               for c in part.checks], str(source or ""))
 
