@@ -11,10 +11,12 @@ A check ends in one of four states: pass (its points), fail (none, and a reason)
 (neither: this machine has no GPU) or skipped (neither: a tool is missing, the reason says which).
 A check with `requires` fails when the check it requires did not pass ("needs computes first").
 """
+import contextlib
 import os
 import secrets
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,6 +190,7 @@ class Env:
     arch: str
     seed: int
     work: Path          # scratch folder for the GPU workers' files and logs
+    phases: dict = field(default_factory=dict)      # seconds per phase of the last grade_many (timed)
 
 
 def environment(g, gpu=None, arch=None, seed=None, work=None):
@@ -274,6 +277,17 @@ def _say(progress, text):
         print(f"[grade] {text}", file=sys.stderr, flush=True)
 
 
+@contextlib.contextmanager
+def timed(env, phase):
+    """Adds the seconds spent in the block to env.phases[phase] (the selftest's JSON keeps them: where
+    a slow batch spends its time, compiling, racecheck or ncu)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        env.phases[phase] = round(env.phases.get(phase, 0.0) + time.perf_counter() - start, 1)
+
+
 
 def _on_the_gpu(g, jobs, env, lab, items, by_item, progress):
     """The GPU checks of a batch: correctness and timing, racecheck, bank conflicts under ncu, and the
@@ -282,12 +296,14 @@ def _on_the_gpu(g, jobs, env, lab, items, by_item, progress):
     gpu_results, races, measured = {}, {}, None
     if items:
         _say(progress, f"GPU: correctness, timing and the re-check of {len(items)} kernel(s)")
-        results = gpumod.run_parts(lab, items, env.work / "parts", g.GPU_TIMEOUT_S, g.HANG_HINT)
+        with timed(env, "gpu: correctness and timing"):
+            results = gpumod.run_parts(lab, items, env.work / "parts", g.GPU_TIMEOUT_S, g.HANG_HINT)
         # racecheck only for the parts that grade it (a kernel that hangs would hang there too)
         raced = [it for it in items if any(c.kind == "race-free" for c in g.part(it["part"]).checks)]
         if raced:
             _say(progress, f"GPU: compute-sanitizer racecheck on {len(raced)} kernel(s)")
-        race = gpumod.racecheck(lab, raced, env.work / "racecheck", g.SANITIZER_TIMEOUT_S) if raced else {}
+        with timed(env, "gpu: racecheck"):
+            race = gpumod.racecheck(lab, raced, env.work / "racecheck", g.SANITIZER_TIMEOUT_S) if raced else {}
         gpu_results = {key: results[iid] for key, iid in by_item.items()}
         races = {key: race.get(iid) for key, iid in by_item.items()}
         shapes = {p.name: c.shape for p in g.code_parts for c in p.checks if c.kind == "bank-conflicts"}
@@ -295,13 +311,15 @@ def _on_the_gpu(g, jobs, env, lab, items, by_item, progress):
         if banked:                    # bankcheck.py: ncu on the student's kernel and on the reference
             from . import bankcheck
             _say(progress, f"GPU: shared-memory bank conflicts under ncu, {len(banked)} kernel(s)")
-            conflicts = bankcheck.measure(lab, banked, shapes, env.work / "ncu", g.GPU_TIMEOUT_S)
+            with timed(env, "gpu: ncu bank conflicts"):
+                conflicts = bankcheck.measure(lab, banked, shapes, env.work / "ncu", g.GPU_TIMEOUT_S)
             for key, iid in by_item.items():
                 if iid in conflicts and isinstance(gpu_results.get(key), dict):
                     gpu_results[key]["bank_conflicts"] = conflicts[iid]
     if any(not p.computed for p in g.predictions) and any("predictions" in job.parts for job in jobs):
         _say(progress, f"GPU: the reference ladder and cuBLAS at {g.PREDICTION_SIZE}³ (for the predictions)")
-        measured = gpumod.measure(lab, env.work / "measure.json", g.GPU_TIMEOUT_S)
+        with timed(env, "gpu: predictions"):
+            measured = gpumod.measure(lab, env.work / "measure.json", g.GPU_TIMEOUT_S)
     return gpu_results, races, measured
 
 
@@ -313,7 +331,7 @@ def grade_many(g, jobs, env, progress=True):
     tasks = [(ji, name, Path(src)) for ji, job in enumerate(jobs) for name, src in job.sources.items()
              if name in job.parts and not g.part(name).rules]
     _say(progress, f"compiling {len(tasks)} kernel(s) for {env.arch}")
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+    with timed(env, "compile"), ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         futures = {(ji, name): pool.submit(static.compile_student, lab, g.part(name), src, env.arch,
                                            build_dir_for(g, src), g.headers)
                    for ji, name, src in tasks}
@@ -321,18 +339,19 @@ def grade_many(g, jobs, env, progress=True):
     # 2. SASS. A part whose kernel loses its idea on this architecture (Kernel.arch_notes: t3 has no
     # cp.async on sm_75) is read in the SASS of the oldest newer one that keeps it; it runs on this one.
     facts, sass_error = {}, ""
-    for key, c in compiled.items():
-        if not c.ok:
-            continue
-        try:
-            shown = sass_arch(c.row, env.arch)
-            if shown != env.arch:
-                _say(progress, f"{key[1]}: SASS read for {shown} ({c.row.arch_note(env.arch)})")
-                c = static.compile_student(lab, g.part(key[1]), c.source, shown, build_dir_for(g, c.source), g.headers)
-            facts[key] = static.sass_facts(c) if c.ok else None
-            sass_error = sass_error or c.error
-        except CourseError as e:
-            sass_error = e.message
+    with timed(env, "sass"):
+        for key, c in compiled.items():
+            if not c.ok:
+                continue
+            try:
+                shown = sass_arch(c.row, env.arch)
+                if shown != env.arch:
+                    _say(progress, f"{key[1]}: SASS read for {shown} ({c.row.arch_note(env.arch)})")
+                    c = static.compile_student(lab, g.part(key[1]), c.source, shown, build_dir_for(g, c.source), g.headers)
+                facts[key] = static.sass_facts(c) if c.ok else None
+                sass_error = sass_error or c.error
+            except CourseError as e:
+                sass_error = e.message
     # 3. the GPU
     gpu_results, races, measured = {}, {}, None
     if env.gpu:
@@ -355,37 +374,38 @@ def grade_many(g, jobs, env, progress=True):
         with gpumod.turn():
             gpu_results, races, measured = _on_the_gpu(g, jobs, env, lab, items, by_item, progress)
     # 4. the reports
-    reports = []
-    for ji, job in enumerate(jobs):
-        parts_out, extra = [], {}
-        answers, answers_error = None, ""
-        if any(p in ("questions", "predictions") for p in job.parts):
-            try:
-                answers = answers_mod.load(job.answers)
-            except CourseError as e:
-                answers_error = e.message
-        for name in job.parts:
-            part = g.part(name)
-            if name == "questions":
-                pr, extra["questions"] = _questions(g, part, answers, answers_error)
-            elif name == "predictions":
-                pr, extra["predictions"] = _predictions(g, part, answers, answers_error, env, measured)
-            elif part.rules:
-                pr = _rules_part(g, part, job.sources.get(name), env)
-            else:
-                key = (ji, name)
-                c = compiled.get(key) or static.Compiled(name, Path(job.sources.get(name, "?")),
-                                                         error=f"no source file for {name}")
-                pr = _code_part(g, part, c, facts.get(key), sass_error, gpu_results.get(key), races.get(key), env)
-            parts_out.append(pr)
-        meta = {"lab": lab.short, "lab_title": lab.title.split(":")[0], "workspace": job.name, "what": job.name,
-                "gpu": env.gpu, "gpu_text": env.gpu_text, "arch": env.arch, "seed": env.seed,
-                "run": rep.run_info(lab.dir), "speed_pct": g.SPEED_PCT, "timing_size": g.TIMING_SIZE,
-                "prediction_size": g.PREDICTION_SIZE,
-                "sass_elsewhere": {name: (sass_arch(c.row, env.arch), c.row.arch_note(env.arch))
-                                   for (ji2, name), c in compiled.items()
-                                   if ji2 == ji and c.row is not None and sass_arch(c.row, env.arch) != env.arch}}
-        reports.append(Report(job.name, parts_out, meta, extra))
+    with timed(env, "checks and reports"):
+        reports = []
+        for ji, job in enumerate(jobs):
+            parts_out, extra = [], {}
+            answers, answers_error = None, ""
+            if any(p in ("questions", "predictions") for p in job.parts):
+                try:
+                    answers = answers_mod.load(job.answers)
+                except CourseError as e:
+                    answers_error = e.message
+            for name in job.parts:
+                part = g.part(name)
+                if name == "questions":
+                    pr, extra["questions"] = _questions(g, part, answers, answers_error)
+                elif name == "predictions":
+                    pr, extra["predictions"] = _predictions(g, part, answers, answers_error, env, measured)
+                elif part.rules:
+                    pr = _rules_part(g, part, job.sources.get(name), env)
+                else:
+                    key = (ji, name)
+                    c = compiled.get(key) or static.Compiled(name, Path(job.sources.get(name, "?")),
+                                                             error=f"no source file for {name}")
+                    pr = _code_part(g, part, c, facts.get(key), sass_error, gpu_results.get(key), races.get(key), env)
+                parts_out.append(pr)
+            meta = {"lab": lab.short, "lab_title": lab.title.split(":")[0], "workspace": job.name, "what": job.name,
+                    "gpu": env.gpu, "gpu_text": env.gpu_text, "arch": env.arch, "seed": env.seed,
+                    "run": rep.run_info(lab.dir), "speed_pct": g.SPEED_PCT, "timing_size": g.TIMING_SIZE,
+                    "prediction_size": g.PREDICTION_SIZE,
+                    "sass_elsewhere": {name: (sass_arch(c.row, env.arch), c.row.arch_note(env.arch))
+                                       for (ji2, name), c in compiled.items()
+                                       if ji2 == ji and c.row is not None and sass_arch(c.row, env.arch) != env.arch}}
+            reports.append(Report(job.name, parts_out, meta, extra))
     return reports
 
 

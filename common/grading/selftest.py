@@ -140,8 +140,9 @@ def run(g, gpu=None, json_path=None, work=None, progress=True):
                   "selftest: UNEXPECTED\n  " + "\n  ".join(problems)))
     path = rep.write_json(Path(json_path) if json_path else g.reports_dir / f"selftest_{'gpu' if env.gpu else 'nogpu'}.json",
                           grader.finite({"what": f"{g.lab.short} grade selftest", "gpu": env.gpu, "gpu_text": env.gpu_text,
-                                         "arch": env.arch, "run": rep.run_info(g.lab.dir), "problems": problems,
+                                         "arch": env.arch, "run": rep.run_info(g.lab.dir), "phases_s": env.phases, "problems": problems,
                                          "wrong": rows, "reference": ref.to_json(), "untouched": untouched.to_json(),
                                          "wrong_reports": [r.to_json() for r in reports[2:]]}))
+    print("time: " + ", ".join(f"{k} {v:.0f} s" for k, v in env.phases.items()))
     print(f"JSON: {path}")
     return problems, reports, env

@@ -244,6 +244,9 @@ def test_selftest_expectations_hold_without_a_gpu(graded):
     rows = selftest.wrong_table(graded["g"], graded["reports"], graded["env"])
     assert [r["kernel"] for r in rows] == [w.patch for w in G.wrong]
     assert all(r["gpu"] == "needs a GPU" for r in rows)
+    # where the batch spent its time (the selftest's JSON keeps it): no GPU phase without a GPU
+    assert set(graded["env"].phases) == {"compile", "sass", "checks and reports"}
+    assert all(v >= 0 for v in graded["env"].phases.values())
 
 
 def test_a_kernel_that_does_not_compile_loses_every_point_with_the_nvcc_error_line(tmp_path):
