@@ -202,6 +202,73 @@ def test_measure_reads_the_students_launch_then_the_references(tmp_path, monkeyp
     assert "--kernel-name k_vec" in argv and bankcheck.CONFLICTS in argv and "common.grading.bankcheck" in argv
 
 
+# a fake ncu for several items: one student, reference pair of launches per --spec it is given, each
+# pair's counts from the spec's "fake" field; FAIL_WHEN_MANY in the environment makes a run over more
+# than one item fail (the per-item runs then take over), SHORT drops the last launch
+FAKE_NCU_MANY = '''#!/usr/bin/env python3
+import json, os, sys
+specs = [sys.argv[i + 1] for i, a in enumerate(sys.argv) if a == "--spec"]
+if os.environ.get("FAIL_WHEN_MANY") and len(specs) > 1:
+    print("==ERROR== An error was reported by the driver", file=sys.stderr)
+    sys.exit(9)
+print("==PROF== Connected to process")
+print('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","C","L"'
+      .replace('"C","L"', '"%s","%s"' % (os.environ["CONFLICTS"], os.environ["LOADS"])))
+print('"","","","","","","","","","","","","inst"')
+rows = []
+for spec in specs:
+    it = json.load(open(spec))
+    for conflicts in it["fake"]:
+        rows.append((it["entry"], conflicts))
+if os.environ.get("SHORT"):
+    rows = rows[:-1]
+for n, (entry, conflicts) in enumerate(rows):
+    print('"%d","1","python","h","%s","1","7","(256, 1, 1)","(8, 8, 1)","0","9.0","%d","1000"' % (n, entry, conflicts))
+print(" ".join(sys.argv), file=open(os.environ["ARGV_LOG"], "a"))
+'''
+
+
+def _many(tmp_path, monkeypatch, **env):
+    from common import ncu as ncumod
+    fake = tmp_path / "ncu"
+    fake.write_text(FAKE_NCU_MANY)
+    fake.chmod(0o755)
+    monkeypatch.setattr(ncumod, "find_ncu", lambda: str(fake))
+    for k, v in dict(CONFLICTS=bankcheck.CONFLICTS, LOADS=bankcheck.LOADS, ARGV_LOG=str(tmp_path / "argv"), **env).items():
+        monkeypatch.setenv(k, v)
+    kernels = {"c4": SimpleNamespace(entries={"vec": "c4_vec"}, variant_for=lambda M, N, K: "vec"),
+               "k2": SimpleNamespace(entries={"vec": "k2_vec"}, variant_for=lambda M, N, K: "vec")}
+    lab = SimpleNamespace(kernel=lambda name: kernels[name], dir="/nowhere")
+    items = [{"id": f"{i}-{k}", "part": k, "kernel": k, "entry": f"{k}_vec", "fake": [10 * i + 1, 10 * i + 2]}
+             for i, k in enumerate(("c4", "c4", "k2"))]
+    got = bankcheck.measure(lab, items, {"c4": (64, 64, 64), "k2": (32, 32, 32)}, tmp_path / "logs", timeout=30)
+    runs = (tmp_path / "argv").read_text().splitlines() if (tmp_path / "argv").exists() else []
+    return got, runs
+
+
+def test_one_ncu_run_measures_every_item_and_pairs_its_launches_in_order(tmp_path, monkeypatch):
+    got, runs = _many(tmp_path, monkeypatch)
+    assert len(runs) == 1 and runs[0].count("--spec") == 3 and "regex:^(c4_vec|k2_vec)$" in runs[0]
+    assert "--launch-count 6" in runs[0]
+    assert [(got[i]["student"][bankcheck.CONFLICTS], got[i]["reference"][bankcheck.CONFLICTS])
+            for i in ("0-c4", "1-c4", "2-k2")] == [(1, 2), (11, 12), (21, 22)]
+    assert got["2-k2"]["shape"] == [32, 32, 32]
+
+
+def test_where_the_run_over_all_items_fails_each_item_is_measured_alone(tmp_path, monkeypatch):
+    got, runs = _many(tmp_path, monkeypatch, FAIL_WHEN_MANY="1")
+    assert [r.count("--spec") for r in runs] == [1, 1, 1]          # the failed run wrote no argv line
+    assert got["1-c4"]["student"][bankcheck.CONFLICTS] == 11 and got["2-k2"]["reference"][bankcheck.CONFLICTS] == 22
+    assert "driver" in (tmp_path / "logs" / "all.log").read_text()
+
+
+def test_launches_that_do_not_pair_with_the_items_are_not_guessed_at(tmp_path, monkeypatch):
+    got, runs = _many(tmp_path, monkeypatch, SHORT="1")
+    assert [r.count("--spec") for r in runs] == [3, 1, 1, 1]
+    assert all("error" in got[i] and "not the 2 expected" in got[i]["error"] for i in got)
+    assert "expected the launches" in (tmp_path / "logs" / "all.log").read_text()
+
+
 def test_measure_without_ncu_is_skipped_with_the_reason(tmp_path, monkeypatch):
     from common import ncu as ncumod
 
