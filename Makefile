@@ -28,7 +28,7 @@ LABS_OF = $(if $(filter $(GRADING_TARGETS),$(1)),$(GRADED_LABS),$(LABS))
 MANY = $(word 2,$(call LABS_OF,$@))
 LAB_VARS = $(if $(WORKSPACE),WORKSPACE=$(call WORKSPACE_OF,$$d)) \
            $(if $(JSON),JSON=$(abspath $(JSON))$(if $(MANY),.$$(basename $$d).json)) \
-           $(foreach v,SUBMISSIONS OUT DEST,$(if $($(v)),$(v)=$(abspath $($(v)))$(if $(MANY),/$$(basename $$d))))
+           $(foreach v,SUBMISSIONS OUT DEST,$(if $(and $($(v)),$(filter-out environment,$(origin $(v)))),$(v)=$(abspath $($(v)))$(if $(MANY),/$$(basename $$d))))
 # a lab's workspace, for the shell variable named in $(1): WORKSPACE (a folder per lab when several), or its own
 WORKSPACE_OF = $(if $(WORKSPACE),$(abspath $(WORKSPACE))$(if $(MANY),/$$(basename $(1))),$(CURDIR)/$(1)/workspace)
 

@@ -40,7 +40,9 @@ KERNELS_FLAG := $(if $(KERNELS),--kernels $(KERNELS))
 WORKSPACE ?= $(LAB_DIR)/workspace
 GRADE_FLAGS := --workspace $(abspath $(WORKSPACE)) $(if $(PARTS),--parts $(PARTS)) $(if $(NOGPU),--no-gpu) \
                $(if $(JSON),--json $(abspath $(JSON))) $(ARCH_FLAG) $(if $(SEED),--seed $(SEED))
-CLASS_FLAGS := $(if $(SUBMISSIONS),--submissions $(abspath $(SUBMISSIONS))) $(if $(OUT),--out $(abspath $(OUT))) \
+# OUT only from the command line: a shell's own $OUT (some CI and cloud machines set one) is not the class's folder
+CLASS_OUT := $(if $(filter command line,$(origin OUT)),$(OUT))
+CLASS_FLAGS := $(if $(SUBMISSIONS),--submissions $(abspath $(SUBMISSIONS))) $(if $(CLASS_OUT),--out $(abspath $(CLASS_OUT))) \
                $(if $(JOBS),--jobs $(JOBS)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(FORCE),--force) \
                $(if $(SEED),--seed $(SEED)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(PARTS),--parts $(PARTS)) \
                $(if $(NOGPU),--no-gpu) $(ARCH_FLAG) $(if $(ISOLATE),--isolate $(ISOLATE)) $(if $(MERGE),--merge) \

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -496,3 +497,18 @@ def test_a_class_with_more_workers_than_gpus_grades_each_on_its_turn(small_class
     assert [(r["name"], r["status"], r["score"]) for r in rows] == [("reference", "graded", 7), ("twin", "graded", 7)]
     for r in rows:
         assert json.loads((tmp_path / "out" / "students" / f"{r['name']}.json").read_text())["gpu_id"] == "0"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.parametrize("where", ["lab", "top"])
+def test_a_shells_own_out_variable_is_not_the_classs_output_folder(where, tmp_path):
+    """OUT= on make's command line names the class's folder; an OUT the shell exports (some CI and cloud
+    machines set one) is left alone, or a class would be written into that machine's folder."""
+    root = Path(__file__).resolve().parents[1]
+    lab = root / "labs" / "lab07-matmul-registers"
+    cmd = ["make", "-n", "-C", str(lab if where == "lab" else root), "grade-class", "SUBMISSIONS=/tmp/subs"]
+    cmd += ["LAB=lab07"] if where == "top" else []
+    run = lambda extra, env: subprocess.run(cmd + extra, capture_output=True, text=True,
+                                            env={**os.environ, **env}).stdout
+    assert "--out" not in run([], {"OUT": str(tmp_path / "machine")})
+    assert f"--out {tmp_path / 'class'}" in run([f"OUT={tmp_path / 'class'}"], {"OUT": str(tmp_path / "machine")})
