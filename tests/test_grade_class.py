@@ -496,7 +496,9 @@ def test_a_class_with_more_workers_than_gpus_grades_each_on_its_turn(small_class
     rows = json.loads((tmp_path / "out" / "class.json").read_text())["students"]
     assert [(r["name"], r["status"], r["score"]) for r in rows] == [("reference", "graded", 7), ("twin", "graded", 7)]
     for r in rows:
-        assert json.loads((tmp_path / "out" / "students" / f"{r['name']}.json").read_text())["gpu_id"] == "0"
+        record = json.loads((tmp_path / "out" / "students" / f"{r['name']}.json").read_text())
+        assert record["gpu_id"] == "0"
+        assert record["timeout"] == 2 * classroom.DEFAULT_TIMEOUT_GPU      # its turn may wait for the other's
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")

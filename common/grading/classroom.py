@@ -277,7 +277,8 @@ def _read(path):
 
 
 def gpu_lock(work_root, gpu):
-    """The lock file of one GPU when more workers than GPUs grade a class (gpu.turn says how it is used)."""
+    """The lock file of one GPU when more workers than GPUs grade a class (gpu.turn says how it is used);
+    it holds the number of workers that share the GPU, by which each one's time limit is multiplied."""
     return Path(work_root) / f"gpu-{gpu}.lock"
 
 
@@ -292,6 +293,7 @@ def grade_one(g, plan, sub, work_root, mode, gpu=None, watch=None):
               "isolation": mode, "gpu_id": gpu, "host": os.uname().nodename, "outside_writes": [],
               "reason": "", "log_tail": "", "report": None}
     private = Path(tempfile.mkdtemp(prefix=f"{sub.name}-", dir=work_root))
+    turns = 1                           # workers taking turns on this submission's GPU
     try:
         try:
             ws = submissions.stage(g, sub, private)
@@ -314,11 +316,13 @@ def grade_one(g, plan, sub, work_root, mode, gpu=None, watch=None):
             if shared.exists():         # workers share this GPU: each its own link to the GPU's lock
                 os.link(shared, private / "gpu.lock")
                 extra[gpumod.LOCK_VAR] = str(private / "gpu.lock")
+                # its turn may come after every other worker's on this GPU: that wait is not its time
+                turns = int(shared.read_text() or 1)
         env = sandbox.worker_env(private, extra)
         hide = [plan.submissions, plan.out, work_root]
         cmd = sandbox.wrap(argv, mode, private, hide=hide, gpu=not plan.no_gpu,
                            readonly=[ROOT, plan.lab, Path(sys.executable).parent])
-        timeout = plan_timeout(plan)
+        timeout = plan_timeout(plan) * turns
         record["timeout"] = timeout
         if watch:
             watch.begin(sub.name)
@@ -493,8 +497,8 @@ def grade_here(g, plan, jobs=None, force=False, quiet=False):
         for i in range(jobs):
             free.put(gpus[i % len(gpus)] if gpus else None)
         if gpus and jobs > len(gpus):   # a GPU serves several workers: they take turns on it
-            for gid in gpus:
-                gpu_lock(work_root, gid).touch()
+            for i, gid in enumerate(gpus):      # the lock file holds how many
+                gpu_lock(work_root, gid).write_text(str(len(range(i, jobs, len(gpus)))))
 
         def one(s):
             gpu = free.get()
