@@ -18,7 +18,6 @@ why that value). No ncu, or no permission to read counters: "skipped", with ncu'
 """
 import argparse
 import json
-import subprocess
 from pathlib import Path
 
 from ..ncu_metrics import LD_BANK_CONFLICTS as CONFLICTS, LDS_INST as LOADS   # the course's names for them
