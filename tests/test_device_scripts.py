@@ -1,0 +1,42 @@
+"""The developers' scripts for a lent GPU machine (scripts/device/), checked without one: the pytest
+plugin that writes failures and slow tests under $OUT as they happen, and the shell scripts' syntax."""
+import importlib.util
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEVICE = ROOT / "scripts" / "device"
+
+
+def plugin():
+    spec = importlib.util.spec_from_file_location("instafail", DEVICE / "instafail.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def report(nodeid, outcome, duration, when="call", text=""):
+    return SimpleNamespace(nodeid=nodeid, outcome=outcome, failed=outcome == "failed", duration=duration,
+                           when=when, longreprtext=text)
+
+
+def test_the_plugin_writes_each_failure_and_each_slow_phase_as_it_ends(tmp_path, monkeypatch):
+    monkeypatch.setenv("OUT", str(tmp_path))
+    p = plugin()
+    p.pytest_runtest_logreport(report("t.py::fast", "passed", 0.2))
+    p.pytest_runtest_logreport(report("t.py::slow", "passed", 12.34))
+    p.pytest_runtest_logreport(report("t.py::bad", "failed", 3.0, text="AssertionError: 1 != 2"))
+    p.pytest_runtest_logreport(report("t.py::setup", "passed", 40.0, when="setup"))
+    assert (tmp_path / "durations.tsv").read_text().splitlines() == [
+        "12.3\tpassed\tcall\tt.py::slow", "3.0\tfailed\tcall\tt.py::bad", "40.0\tpassed\tsetup\tt.py::setup"]
+    failures = (tmp_path / "failures.txt").read_text()
+    assert "===== t.py::bad (call)" in failures and "AssertionError: 1 != 2" in failures and "slow" not in failures
+
+
+@pytest.mark.parametrize("script", sorted(DEVICE.glob("*.sh")), ids=lambda p: p.name)
+def test_the_shell_scripts_parse(script):
+    r = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
