@@ -129,6 +129,7 @@ def gpu_facts():
         "registers_per_sm": attr.get(a.MAX_REGISTERS_PER_MULTIPROCESSOR),
         "threads_per_sm": attr.get(a.MAX_THREADS_PER_MULTIPROCESSOR),
         "cuda_driver_api": cuda.get_driver_version(),
+        "pci_bus_id": dev.pci_bus_id(),          # the id nvidia-smi and CUDA share (common/clocks.py)
     }
     smi = _nvidia_smi("driver_version", "clocks.sm", "clocks.max.sm", "clocks.mem")
     if smi:

@@ -23,6 +23,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from . import check as checking
+from . import clocks
 from . import report
 from .errors import CourseError
 from .precision import precision
@@ -162,12 +163,16 @@ class Measurer:
         entries += [{"name": k.name, "kernel": k, "variant": k.variant_for(n, n, n)} for k in kernels]
         flops = 2.0 * n ** 3
         out = []
-        for e, t, v, cublas_ms in self.measure(prec, entries, n, n, n, progress, deadline, budget_s,
-                                               group=6 if deadline is not None else None):
+        with clocks.ClockSampler(self.facts.get("pci_bus_id")) as sampler:    # the clock the figures ran at
+            measured = self.measure(prec, entries, n, n, n, progress, deadline, budget_s,
+                                    group=6 if deadline is not None else None)
+        clock = sampler.summary()
+        for e, t, v, cublas_ms in measured:
             k, tf = e["kernel"], t.tflops(flops)
             out.append({"ladder": ladder, "kernel": e["name"], "variant": e["variant"], "size": n, **t.as_dict(),
                         "tflops": tf, "pct_of_peak": 100 * tf / peak if peak else None,
                         "pct_of_cublas": 100 * cublas_ms / t.median_ms, "check": str(v), "check_ok": v.ok,
+                        "sm_clock": clock,
                         **({"params": k.tiling.params} if k is not None and k.tag else {})})
         return out
 

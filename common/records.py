@@ -166,7 +166,20 @@ def ladder_table(record, ladder, lab=None):
         (f"; peak {peak:.1f} TFLOP/s" if peak else "; no peak table for this GPU")
     if peak and peaks.get("note") and "tensor" in (info.get("precision") or ""):
         title += f" ({peaks['note']})"           # the note is about the tensor-core peaks
-    return report.table(rows, cols, title=title)
+    return report.table(rows, cols, title=title) + clock_line(record, ladder)
+
+
+def clock_line(record, ladder):
+    """"\nSM clock while timed: 2048³ 1980 MHz, 4096³ 1755 MHz (1650-1980)" (median, range of
+    nvidia-smi's samples during each size's timing: common/clocks.py); "" for a record without them."""
+    from .clocks import clock_text
+    per_size = {}
+    for r in record["results"]:
+        if r.get("ladder") == ladder and r.get("sm_clock"):
+            per_size.setdefault(r["size"], r["sm_clock"])
+    if not per_size:
+        return ""
+    return "\nSM clock while timed: " + ", ".join(f"{n}³ {clock_text(c)}" for n, c in sorted(per_size.items()))
 
 
 def series(record, ladder):

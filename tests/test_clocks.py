@@ -1,0 +1,66 @@
+"""common/clocks.py without a GPU: nvidia-smi faked by a script that prints clock samples until it is
+stopped, and the clock line a bench table prints under each ladder (common/records.py)."""
+import os
+import stat
+import time
+
+from common import clocks, records
+
+
+def fake_smi(folder, body):
+    exe = folder / "nvidia-smi"
+    exe.write_text("#!/bin/sh\n" + body)
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return exe
+
+
+def test_parse_keeps_the_numbers_and_skips_the_rest():
+    assert clocks.parse("1980\n[N/A]\n 1755 \nclocks.sm [MHz]\n\n1650\n") == [1980.0, 1755.0, 1650.0]
+
+
+def test_summary_and_text():
+    s = clocks.summary([1980, 1650, 1755, 1755])
+    assert s == {"median_mhz": 1755.0, "min_mhz": 1650, "max_mhz": 1980, "samples": 4}
+    assert clocks.clock_text(s) == "1755 MHz (1650-1980)"
+    assert clocks.clock_text(clocks.summary([1980.0])) == "1980 MHz"
+    assert clocks.summary([]) is None and clocks.clock_text(None) == "not sampled"
+
+
+def test_the_sampler_collects_what_nvidia_smi_prints_while_the_block_runs(tmp_path, monkeypatch):
+    # the fake records its arguments, then prints a sample every 20 ms until terminated
+    fake_smi(tmp_path, f'echo "$@" > {tmp_path}/args\nwhile true; do echo 1755; sleep 0.02; done\n')
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    with clocks.ClockSampler("00000000:19:00.0", interval_ms=20) as s:
+        time.sleep(0.3)
+    assert len(s.samples) >= 3 and set(s.samples) == {1755.0}, s.samples
+    assert s.summary()["median_mhz"] == 1755.0 and s.why == ""
+    args = (tmp_path / "args").read_text()
+    assert "--query-gpu=clocks.sm" in args and "--loop-ms=20" in args and "--id=00000000:19:00.0" in args
+
+
+def test_no_nvidia_smi_gives_none_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with clocks.ClockSampler() as s:
+        pass
+    assert s.summary() is None and "not on PATH" in s.why
+
+
+def test_an_nvidia_smi_that_prints_nothing_gives_none_and_says_why(tmp_path, monkeypatch):
+    fake_smi(tmp_path, "exit 6\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    with clocks.ClockSampler(interval_ms=50) as s:
+        time.sleep(0.1)
+    assert s.summary() is None and "no clock samples" in s.why
+
+
+def test_the_ladder_table_ends_with_the_clock_of_each_size_when_the_record_has_it():
+    def row(n, clock):
+        return {"ladder": "fp16", "kernel": "cuBLAS", "variant": "", "size": n, "tflops": 700.0, "pct_of_cublas": 100.0,
+                "pct_of_peak": 70.0, "check_ok": True, "sm_clock": clock}
+    record = {"results": [row(2048, clocks.summary([1980])), row(4096, clocks.summary([1650, 1755, 1980]))],
+              "sizes": [2048, 4096], "gpu": {}, "ladders": {}}
+    assert records.clock_line(record, "fp16") == "\nSM clock while timed: 2048³ 1980 MHz, 4096³ 1755 MHz (1650-1980)"
+    assert records.clock_line(record, "tf32") == ""
+    for r in record["results"]:
+        del r["sm_clock"]
+    assert records.clock_line(record, "fp16") == ""          # an older record: no line
