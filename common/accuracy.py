@@ -44,7 +44,8 @@ DISTRIBUTIONS = {"normal": "N(0, 1)", "wide": "log-uniform 1e-3..1e3, random sig
 FULL_KS = (256, 1024, 4096, 16384, 65536)
 QUICK_KS = (256, 1024, 4096)
 BASE = "fp32"                                    # the precision whose cuBLAS call every ratio is to
-CUBLAS_METHODS = ("fp32", "tf32_tensor", "tf32x3_cublas")   # precisions whose cuBLAS call is a method
+CUBLAS_METHODS = ("fp32", "tf32_tensor", "tf32x3_cublas", "fp32_bf16x9")   # precisions whose cuBLAS call is a
+# method; an optional one (cuBLAS's FP32 emulation) is left out, saying why, where this cuBLAS or GPU lacks it
 MAX_K = 1 << 20
 
 
@@ -110,7 +111,7 @@ def study_rows(lab):
 
 
 def methods(lab, rows):
-    """[{name, precision, roundoff, kernel}] in table order: cuBLAS's three, then the lab's rows."""
+    """[{name, precision, roundoff, kernel}] in table order: cuBLAS's methods, then the lab's rows."""
     out = [{"name": precision(p).baseline, "precision": precision(p), "roundoff": None, "kernel": None}
            for p in CUBLAS_METHODS]
     out += [{"name": k.name, "precision": k.prec, "roundoff": k.roundoff, "kernel": k} for k in rows]
@@ -220,7 +221,15 @@ def accuracy(lab, args):
     facts = needs_gpu("accuracy", lab)
     lab.build(rows, [facts["arch"]])
     from .cublas import Cublas
+    from .measure import cublas_unavailable
     blas = Cublas()
+    studied = []
+    for m in methods(lab, rows):
+        why = m["kernel"] is None and cublas_unavailable(m["precision"], blas)
+        if why:
+            print(f"skipping {m['name']}: {why}")
+        else:
+            studied.append(m)
     rng = np.random.default_rng()
     results, steps = [], len(DISTRIBUTIONS) * len(ks)
     for d, kind in enumerate(DISTRIBUTIONS):
@@ -228,7 +237,7 @@ def accuracy(lab, args):
             report.progress(d * len(ks) + i + 1, steps, f"{DISTRIBUTIONS[kind]}, K = {K}: float64 reference")
             A, B = draw(kind, size, K, rng), draw(kind, K, size, rng)
             ref, abs_ref = reference(A, B)
-            for m in methods(lab, rows):
+            for m in studied:
                 if m["kernel"] is None:
                     call = m["precision"].cublas(blas)
                     run = (lambda a, b, c, call=call: call(size, size, K, a, b, c))
@@ -243,7 +252,7 @@ def accuracy(lab, args):
               "cublas": {"library": blas.path, "version": blas.version},
               "distributions": DISTRIBUTIONS, "ks": ks, "size": size, "baseline": precision(BASE).baseline,
               "methods": {m["name"]: m["precision"].cublas_mode if m["kernel"] is None else m["kernel"].title
-                          for m in methods(lab, rows)},
+                          for m in studied},
               "metric": "|C - ref| / (|A|.|B|) per element, ref the float64 product of the float32 inputs",
               "results": results}
     print(f"\nGPU: {facts['name']} ({facts['arch']}); commit {info['commit'][:10]}"

@@ -6,7 +6,10 @@
     blas.hgemm(M, N, K, a, b, c)             FP16 in, FP32 compute and output (cublasGemmEx)
     blas.tf32gemm(M, N, K, a, b, c)          FP32 in and out, TF32 tensor cores (COMPUTE_32F_FAST_TF32)
     blas.bf16gemm(M, N, K, a, b, c)          BF16 in, FP32 compute and output
+    blas.sgemm_bf16x9(M, N, K, a, b, c)      FP32 in and out, cuBLAS's FP32 emulation on the BF16 tensor
+                                             cores (BF16x9), asked for eagerly (cuBLAS 12.9 and later)
     blas.version, blas.path                  said in every record (the math modes: common.precision)
+    blas.unavailable(call)                   None, or why this library lacks a call (the emulation)
 
 Why ctypes: PyCUDA has no cuBLAS binding, and the maintained Python bindings would bring a second
 CUDA stack (and their own context handling) for two functions. cuBLAS works on whatever context is
@@ -30,6 +33,8 @@ CUBLAS_DEFAULT_MATH = 0          # no TF32: SGEMM stays FP32 FFMA unless NVIDIA_
 CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14
 CUBLAS_COMPUTE_32F = 68          # FP32 accumulation (not _FAST_TF32, not 16F)
 CUBLAS_COMPUTE_32F_FAST_TF32 = 77   # FP32 in and out, the products on the TF32 tensor cores
+CUBLAS_COMPUTE_32F_EMULATED_16BFX9 = 78   # FP32 in and out, each operand as 3 BF16 parts, 9 BF16 products
+CUBLAS_EMULATION_STRATEGY_EAGER = 2  # emulate wherever this cuBLAS can (DEFAULT / PERFORMANT: only where faster)
 CUBLAS_GEMM_DEFAULT = -1
 
 
@@ -111,3 +116,30 @@ class Cublas:
     def bf16gemm(self, M, N, K, a, b, c):
         """C (FP32) = A (BF16) . B (BF16), FP32 accumulation, row-major."""
         self._gemm_ex(M, N, K, a, b, c, CUDA_R_16BF, CUBLAS_COMPUTE_32F)
+
+    def unavailable(self, call):
+        """None, or why this library cannot make `call` (one of the methods here) at all."""
+        if call == "sgemm_bf16x9" and not hasattr(self.lib, "cublasSetEmulationStrategy"):
+            return f"this cuBLAS ({self.version}) has no FP32 emulation (cublasSetEmulationStrategy)"
+        return None
+
+    def sgemm_bf16x9(self, M, N, K, a, b, c):
+        """C = A . B, FP32 in and out, with CUBLAS_COMPUTE_32F_EMULATED_16BFX9 on a handle of its own whose
+        emulation strategy is EAGER: cuBLAS splits each FP32 operand into three BF16 parts and sums nine
+        BF16 tensor-core products wherever it has kernels for that on this GPU (NVIDIA introduced it for
+        Blackwell); where it has none it runs native FP32, and the row then times SGEMM again. The
+        handle of its own keeps the strategy away from every other call."""
+        if getattr(self, "_emulation_handle", None) is None:
+            why = self.unavailable("sgemm_bf16x9")
+            if why:
+                raise CourseError(why, hint="cuBLAS 12.9 or later has it; the rows without it are still measured")
+            h = ctypes.c_void_p()
+            self._ok(self.lib.cublasCreate_v2(ctypes.byref(h)), "cublasCreate")
+            self._ok(self.lib.cublasSetEmulationStrategy(h, CUBLAS_EMULATION_STRATEGY_EAGER),
+                     "cublasSetEmulationStrategy")
+            self._emulation_handle = h
+        self._ok(self.lib.cublasGemmEx(self._emulation_handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K,
+                                       ctypes.byref(self._one), int(b), CUDA_R_32F, N, int(a), CUDA_R_32F, K,
+                                       ctypes.byref(self._zero), int(c), CUDA_R_32F, N,
+                                       CUBLAS_COMPUTE_32F_EMULATED_16BFX9, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx (FP32 emulated, BF16x9)")

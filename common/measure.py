@@ -158,8 +158,15 @@ class Measurer:
         the extra baselines, then the kernels (measure() says how they are timed and checked)."""
         prec = self.lab.ladder_precision(ladder)
         peak = prec.peak(self.facts["peaks"])
+        usable = []
+        for x in extra_baselines:
+            why = cublas_unavailable(precision(x), self.blas)
+            if why:
+                print(f"skipping {precision(x).baseline} at {n}^3: {why}")
+            else:
+                usable.append(x)
         entries = [{"name": precision(x).baseline, "kernel": None, "variant": "", "precision": precision(x)}
-                   for x in extra_baselines]
+                   for x in usable]
         entries += [{"name": k.name, "kernel": k, "variant": k.variant_for(n, n, n)} for k in kernels]
         flops = 2.0 * n ** 3
         out = []
@@ -175,6 +182,38 @@ class Measurer:
                         "sm_clock": clock,
                         **({"params": k.tiling.params} if k is not None and k.tag else {})})
         return out
+
+
+def cublas_unavailable(prec, blas):
+    """None, or why this cuBLAS or GPU cannot make the optional call of `prec` (Precision.optional: an
+    emulation mode NVIDIA ships for some GPUs only): the call is looked up and, when found, made once
+    at 16 x 16 x 16 and synchronized, so that a refusal is a line in the table's notes, never a stopped
+    benchmark. A required call is never probed: its failure is an error."""
+    if not prec.optional:
+        return None
+    try:
+        call = prec.cublas(blas)
+    except (AttributeError, CourseError) as e:
+        return getattr(e, "message", None) or f"this cuBLAS binding has no {prec.cublas_call}"
+    why = getattr(blas, "unavailable", lambda name: None)(prec.cublas_call)
+    if why:
+        return why
+    import pycuda.driver as cuda
+    n = 16
+    bufs = [cuda.mem_alloc(n * n * max(prec.element_bytes, 4)) for _ in range(3)]
+    try:
+        for x in bufs:
+            cuda.memset_d32(x, 0, n * n)
+        call(n, n, n, *bufs)
+        cuda.Context.synchronize()
+    except CourseError as e:
+        return e.message
+    except cuda.Error as e:
+        return f"cuBLAS failed on the GPU: {e}"
+    finally:
+        for x in bufs:
+            x.free()
+    return None
 
 
 @dataclass(frozen=True)

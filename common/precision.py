@@ -3,6 +3,8 @@
     PRECISIONS["fp32"], ["fp16_tensor"], ["tf32_tensor"], ["bf16_tensor"]   Precision rows
     PRECISIONS["fp32_3xtf32"], ["tf32x3_cublas"]   FP32 from three TF32 products: a kernel, and
                                     three cuBLAS TF32 calls (see "3xTF32" below)
+    PRECISIONS["fp32_bf16x9"]       cuBLAS's own FP32 emulation (BF16x9), a baseline only; optional:
+                                    a cuBLAS or GPU without it is skipped, saying why (p.optional)
     precision(name)                 -> the row; CourseError naming the choices
     p.input_dtype, p.element_bytes  what A and B hold on the device (numpy dtype; BF16 as uint16 bits)
     p.random_inputs(M, N, K, rng)   -> (A, B) ready to upload: fresh uniform(-1, 1) data, rounded
@@ -68,6 +70,16 @@ product of the inputs as the kernel receives them, so only the kernel's own arit
                1xTF32's input rounding breaks it at small K (below a hundred or so, where most of the
                course's odd shapes are); `make accuracy` measures the typical error at every K.
 
+  fp32_bf16x9  cuBLAS's FP32 emulation (CUBLAS_COMPUTE_32F_EMULATED_16BFX9, cuBLAS 12.9 on): each FP32
+               operand is cut into three BF16 parts x = x0 + x1 + x2 (8 significant bits each: exact
+               for FP32's 24, |x1| <= 2^-8 |x|, |x2| <= 2^-16 |x|), and the parts' products are summed
+               on the BF16 tensor cores. With all nine products the split costs nothing; dropping the
+               three smallest (x1 y2, x2 y1, x2 y2) costs at most (2^-24 + 2^-24 + 2^-32) |x y|, which the
+               input form covers with e = 2^-24 (2e + e^2 >= 2^-23 + 2^-32). The accumulation is the
+               tensor core's, 2^-22 a step, over at most 9K products. This bound is the check a cuBLAS
+               result must pass; NVIDIA does not publish the algorithm, so it is the widest of the two
+               readings. Where this cuBLAS has no emulation for the GPU it runs native FP32, far inside.
+
 A kernel that computes in a narrower type than it claims fails these bounds: BF16 inputs (8 bits) are
 off by 2^-9, four times TF32's truncation; FP16 has TF32's mantissa but not its range, so the TF32
 inputs are drawn over a wide range of magnitudes (2^-20 to 2^20, `wide_range`), which FP16 turns
@@ -109,6 +121,7 @@ class Precision:
     baseline: str = "cuBLAS"    # the baseline's short name in a table: "cuBLAS SGEMM"
     wide_range: bool = False    # draw inputs over 2^-20 .. 2^20 (see the module docstring)
     products_per_k: int = 1     # tensor-core products per k and output: 3 for 3xTF32
+    optional: bool = False      # a cuBLAS call this cuBLAS or GPU may lack: probed before use, skipped saying why
 
     @property
     def element_bytes(self):
@@ -183,6 +196,12 @@ PRECISIONS = {p.name: p for p in [
               2.0 ** -22, 2.0 ** -22, "tf32_tensor", "accuracy:composed_3xtf32",
               "3 x cuBLAS GemmEx COMPUTE_32F_FAST_TF32 (big.big + big.small + small.big, beta = 1), "
               "split on the device", "cuBLAS 3xTF32 (3 calls)", wide_range=True, products_per_k=3),
+    # cuBLAS's FP32 emulation on the BF16 tensor cores, a baseline for the FP32-accurate rows (see above)
+    Precision("fp32_bf16x9", "FP32 in and out, cuBLAS's FP32 emulation (BF16x9)", np.float32, 2.0 ** -22,
+              2.0 ** -24, "bf16_tensor", "sgemm_bf16x9",
+              "cuBLAS GemmEx, FP32 in and out, CUBLAS_COMPUTE_32F_EMULATED_16BFX9, emulation strategy EAGER "
+              "(native FP32 where this cuBLAS has no emulation for the GPU)", "cuBLAS FP32 emulated (BF16x9)",
+              wide_range=True, products_per_k=9, optional=True),
 ]}
 
 TF32_ROUNDED = 2.0 ** -11      # Kernel.input_roundoff of a kernel that rounds with cvt.rna.tf32.f32

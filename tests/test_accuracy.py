@@ -1,6 +1,7 @@
 """`make accuracy` (common/accuracy.py): the metric, the inputs, the arguments, the tables and the chart
 on synthetic data here; the study itself and the device split on a GPU."""
 import argparse
+import ctypes
 import json
 
 import numpy as np
@@ -156,8 +157,11 @@ def test_the_device_split_is_the_host_split_bit_for_bit():
 def test_a_quick_study_measures_every_method_within_its_bound(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(LAB7A, "results_dir", tmp_path)
     record = acc.accuracy(LAB7A, args(ks="256,2048", size=128))
+    from common.cublas import Cublas
+    from common.measure import cublas_unavailable
     methods = {r["method"] for r in record["results"]}
-    assert methods == {"cuBLAS SGEMM", "cuBLAS TF32", "cuBLAS 3xTF32 (3 calls)", "k7", "k8", "k8[KCHUNK65536]"}
+    emulated = set() if cublas_unavailable(precision("fp32_bf16x9"), Cublas()) else {"cuBLAS FP32 emulated (BF16x9)"}
+    assert methods == {"cuBLAS SGEMM", "cuBLAS TF32", "cuBLAS 3xTF32 (3 calls)", "k7", "k8", "k8[KCHUNK65536]"} | emulated
     assert all(r["within_bound"] for r in record["results"])
     at = {(r["distribution"], r["method"], r["K"]): r for r in record["results"]}
     for kind in acc.DISTRIBUTIONS:
@@ -175,7 +179,7 @@ def test_the_3xtf32_ladder_is_timed_against_sgemm_beside_cublas_tf32_and_the_thr
     from common.measure import ladder_info
     prec = LAB7A.ladder_precision("3xtf32")
     assert prec.cublas_call == "sgemm" and prec.baseline == "cuBLAS SGEMM"
-    assert LAB7A.option("EXTRA_BASELINES")["3xtf32"] == ["tf32_tensor", "tf32x3_cublas"]
+    assert LAB7A.option("EXTRA_BASELINES")["3xtf32"] == ["tf32_tensor", "tf32x3_cublas", "fp32_bf16x9"]
     assert precision("tf32x3_cublas").cublas_call == "accuracy:composed_3xtf32"
     res = [{"ladder": "3xtf32", "kernel": name, "variant": "", "size": 8192, "tflops": tf, "check_ok": True}
            for name, tf in (("cuBLAS", 51.0), ("cuBLAS TF32", 400.0), ("cuBLAS 3xTF32 (3 calls)", 95.0), ("k8", 70.0))]
@@ -263,3 +267,75 @@ def test_the_benchs_extra_row_finds_the_three_call_composition_through_its_preci
     call = precision("tf32x3_cublas").cublas(blas)
     assert isinstance(call, FakeComposed) and precision("tf32x3_cublas").cublas(blas) is call and made == [blas]
     assert precision("fp32_3xtf32").cublas(blas) == "the sgemm method"
+
+
+# --- cuBLAS's own FP32 emulation: an optional baseline ------------------------------------------------
+
+def test_the_bf16x9_bound_covers_both_readings_of_the_emulation():
+    """common/precision.py's fp32_bf16x9 bound against numpy models of the two readings of BF16x9: all
+    nine products of the three BF16 parts, and the six that leave out the three smallest, each summed
+    exactly; the bound must hold for both and be at least FP32's."""
+    from common.precision import bf16_bits, bf16_values
+    rng = np.random.default_rng(3)
+    p = precision("fp32_bf16x9")
+    assert p.optional and p.products_per_k == 9 and p.cublas_call == "sgemm_bf16x9"
+
+    def parts(x):                         # x = x0 + x1 + x2, each a BF16 number (8 significant bits)
+        out, rest = [], x.astype(np.float64)
+        for _ in range(3):
+            part = bf16_values(bf16_bits(rest.astype(np.float32)))
+            out.append(part)
+            rest = rest - part
+        assert np.array_equal(sum(out), x.astype(np.float64))     # exact for FP32's 24 bits
+        return out
+    for K in (1, 64, 4096):
+        A = rng.uniform(-1, 1, (32, K)).astype(np.float32)
+        B = rng.uniform(-1, 1, (K, 32)).astype(np.float32)
+        ref, abs_ref = A.astype(np.float64) @ B.astype(np.float64), np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))
+        a, b = parts(A), parts(B)
+        six = sum(a[i] @ b[j] for i in range(3) for j in range(3) if i + j < 3)
+        nine = sum(a[i] @ b[j] for i in range(3) for j in range(3))
+        tol = p.tolerance(K, abs_ref)
+        assert np.all(np.abs(six - ref) <= tol) and np.all(np.abs(nine - ref) <= tol)
+        assert np.all(tol >= precision("fp32").tolerance(K, abs_ref))
+
+
+def test_sgemm_bf16x9_asks_for_the_emulation_on_a_handle_of_its_own():
+    from common import cublas as cb
+    calls = []
+
+    class Lib:
+        def cublasCreate_v2(self, ref):
+            calls.append("create")
+            return 0
+
+        def cublasSetEmulationStrategy(self, h, strategy):
+            calls.append(("strategy", strategy))
+            return 0
+
+        def cublasGemmEx(self, h, *args):
+            calls.append(("gemm", h, args[-2]))
+            return 0
+    blas = cb.Cublas.__new__(cb.Cublas)
+    blas.lib, blas.version, blas.handle = Lib(), 130000, "main handle"
+    blas._one, blas._zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
+    blas.sgemm_bf16x9(64, 64, 64, 1, 2, 3)
+    blas.sgemm_bf16x9(64, 64, 64, 1, 2, 3)
+    assert calls[:2] == ["create", ("strategy", cb.CUBLAS_EMULATION_STRATEGY_EAGER)]
+    gemms = [c for c in calls if c[0] == "gemm"]
+    assert len(gemms) == 2 and all(g[1] is blas._emulation_handle and g[1] != "main handle" for g in gemms)
+    assert all(g[2] == cb.CUBLAS_COMPUTE_32F_EMULATED_16BFX9 == 78 for g in gemms)
+
+
+def test_an_old_cublas_without_emulation_is_skipped_saying_why_and_a_required_call_is_never_probed():
+    from common import cublas as cb
+    from common.measure import cublas_unavailable
+    blas = cb.Cublas.__new__(cb.Cublas)
+    blas.lib, blas.version = object(), 11000          # no cublasSetEmulationStrategy
+    why = cublas_unavailable(precision("fp32_bf16x9"), blas)
+    assert why and "no FP32 emulation" in why and "11000" in why
+
+    class Binding:                                    # a binding without the method at all
+        pass
+    assert "sgemm_bf16x9" in cublas_unavailable(precision("fp32_bf16x9"), Binding())
+    assert cublas_unavailable(precision("fp32"), Binding()) is None
