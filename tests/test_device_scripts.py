@@ -40,3 +40,17 @@ def test_the_plugin_writes_each_failure_and_each_slow_phase_as_it_ends(tmp_path,
 def test_the_shell_scripts_parse(script):
     r = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_snapshot_without_a_snapshot_tests_the_tree_itself_and_makes_out(tmp_path):
+    """snapshot.sh, sourced: no gpu-snapshot.tar beside the project, so the scripts run in the copied tree
+    itself, and $OUT (default <project>/device-out) exists. (With a snapshot it unpacks into /tmp/course:
+    a path of the lent machine, not exercised here.)"""
+    project = tmp_path / "project"
+    (project / "scripts" / "device").mkdir(parents=True)
+    (project / "scripts" / "device" / "snapshot.sh").write_text((DEVICE / "snapshot.sh").read_text())
+    r = subprocess.run(["bash", "-c", "source scripts/device/snapshot.sh && pwd && echo \"$OUT\""], cwd=tmp_path / "project",
+                       capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    where, out = r.stdout.split()
+    assert Path(where) == project.resolve() and Path(out) == project.resolve() / "device-out" and Path(out).is_dir()

@@ -2,15 +2,7 @@
 # make grade-class of each named lab's demo class on the device machine: grade-class.sh lab07b lab07c
 # PER_LAB: seconds a lab may take (default 300); JOBS: workers (default 4: they take turns on the GPU).
 set -u
-here=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-$here/device-out}; mkdir -p "$OUT"
-if [ -f "$here/gpu-snapshot.tar" ]; then
-  rm -rf /tmp/course && mkdir -p /tmp/course && tar -xf "$here/gpu-snapshot.tar" -C /tmp/course
-  cp -r "$here/.whl" /tmp/course/.whl 2>/dev/null
-  export COURSE_COMMIT=$(cat "$here/gpu-snapshot.sha"); cd /tmp/course
-else
-  cd "$here"
-fi
+source "$(dirname "$0")/snapshot.sh"          # $OUT, and the tree to test (the snapshot's commit)
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 for lab in "$@"; do
   d=$(ls -d labs/"$lab"-*/ | head -1); d=${d%/}

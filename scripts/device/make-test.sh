@@ -2,15 +2,7 @@
 # make test on the device machine, in parts that fit its calls: PART=1 (tests/, labs 7, 7a), PART=2
 # (labs 7b, 7c, 7d), or the pytest paths given. INNER: pytest's own time limit in seconds (default 480).
 set -u
-here=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-$here/device-out}; mkdir -p "$OUT"
-if [ -f "$here/gpu-snapshot.tar" ]; then         # test the snapshot's commit, not the copied tree
-  rm -rf /tmp/course && mkdir -p /tmp/course && tar -xf "$here/gpu-snapshot.tar" -C /tmp/course
-  cp -r "$here/.whl" /tmp/course/.whl 2>/dev/null
-  export COURSE_COMMIT=$(cat "$here/gpu-snapshot.sha"); cd /tmp/course
-else
-  cd "$here"
-fi
+source "$(dirname "$0")/snapshot.sh"          # $OUT, and the tree to test (the snapshot's commit)
 export PYTHONPATH=$PWD:$here/scripts/device${PYTHONPATH:+:$PYTHONPATH}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$OUT/gpu.txt" 2>&1
 t0=$(date +%s)
