@@ -5,6 +5,7 @@
     Tiling.of(path, overrides={})   -> Tiling: the parameters (with -D overrides), threads per block,
                                        block tile (BM, BN) and dynamic shared bytes, evaluated
     tiling.params, .threads, .tile, .shared_bytes, .value("WARPS_N")
+    tiling.get("CONSUMERS")             a constant, tunable or fixed, or None where the file has none
 
 What is read. A tunable parameter is written once, in this form (a -DNAME=v build overrides it):
 
@@ -272,6 +273,14 @@ class Tiling:
             return _cached_value(self.source, tuple(sorted(self.overrides.items())), name,
                                  os.path.getmtime(self.source))
         return self._value(name, _seen)
+
+    def get(self, name, default=None):
+        """value(name) where the file defines it (a tunable or a fixed #define / constexpr), else default:
+        for tables over rows that do not all have every parameter (a notebook's tile column)."""
+        c = self.constants
+        if name not in self.overrides and name not in c.tunable and name not in c.derived:
+            return default
+        return self.value(name)
 
     def _value(self, name, _seen=()):
         c = self.constants

@@ -32,3 +32,17 @@ def test_a_file_without_includes_reads_as_before(tmp_path):
     f.write_text("#ifndef BM\n#define BM 32\n#endif\n#define BN 16\n#define THREADS 64\n")
     t = Tiling.of(f)
     assert t.tile == (32, 16) and t.threads == 64 and not source_constants(f).dynamic_shared
+
+
+def test_get_reads_tunable_and_fixed_constants_and_says_none_for_a_missing_one(tmp_path):
+    """A table over rows that do not all declare every parameter (lab 7c's notebook: BK is a tunable in
+    one rung and a fixed #define in another, CONSUMERS absent from some): get() reads either kind,
+    -D overrides included, and gives the default where the file has no such name."""
+    f = tmp_path / "k.cu"
+    f.write_text("#ifndef BM\n#define BM 256\n#endif\n#define BK 32       // fixed\n#define BN 128\n#define THREADS 384\n"
+                 "constexpr int CHUNK = BM * BK * 4;\n")
+    t = Tiling.of(f)
+    assert (t.get("BM"), t.get("BK"), t.get("CHUNK")) == (256, 32, 256 * 32 * 4)
+    assert t.get("CONSUMERS") is None and t.get("CONSUMERS", 0) == 0
+    assert Tiling.of(f, {"BM": 128}).get("CHUNK") == 128 * 32 * 4
+    assert "BK" not in t.params                    # params: the tunables only, as before
