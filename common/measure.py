@@ -118,6 +118,7 @@ class Measurer:
         entries = list(entries)
         group = group or max(len(entries), 1)
         out, Cout, cs = [], np.empty((M, N), np.float32), {}
+        self.clock_samples = []                   # the SM clock during this call's timing loops (common/clocks.py)
         try:
             for g in range(0, max(len(entries), 1), group):
                 if deadline is not None and g and time.monotonic() > deadline:
@@ -139,7 +140,9 @@ class Measurer:
                         launch = lab.launcher(k, M, N, K, e["variant"])
                         runs[i] = (lambda launch=launch, c=c: launch(a, b, c))
                         tols[i] = k.prec.tolerance(K, abs_ref, k.roundoff)
-                timings = time_interleaved(runs, self.flusher, budget_s=budget_s)
+                with clocks.ClockSampler(self.facts.get("pci_bus_id")) as sampler:   # the timing only: not the
+                    timings = time_interleaved(runs, self.flusher, budget_s=budget_s)   # reference's idle GPU
+                self.clock_samples += sampler.samples
                 for i, e in chunk[1:] if g else chunk:     # a later group's cuBLAS is for its ratios only
                     cuda.memcpy_dtoh(Cout, cs[i])           # the result of its last timed repetition
                     v = checking.compare(Cout, ref, tols[i], label=f"{e.get('label', e['name'])} {M}x{N}x{K}")
@@ -153,27 +156,30 @@ class Measurer:
                 c.free()
         return out
 
+    def baseline_unavailable(self, name):
+        """Why the extra baseline `name` cannot run here (cublas_unavailable), asked once per run and said
+        once; None when it can."""
+        cache = self.__dict__.setdefault("_unavailable", {})
+        if name not in cache:
+            cache[name] = cublas_unavailable(precision(name), self.blas)
+            if cache[name]:
+                print(f"skipping {precision(name).baseline}: {cache[name]}")
+        return cache[name]
+
     def rows(self, ladder, kernels, n, extra_baselines=(), progress=None, deadline=None, budget_s=1.0):
         """The bench's result rows of one ladder at M = N = K = n: cuBLAS of the ladder's precision,
         the extra baselines, then the kernels (measure() says how they are timed and checked)."""
         prec = self.lab.ladder_precision(ladder)
         peak = prec.peak(self.facts["peaks"])
-        usable = []
-        for x in extra_baselines:
-            why = cublas_unavailable(precision(x), self.blas)
-            if why:
-                print(f"skipping {precision(x).baseline} at {n}^3: {why}")
-            else:
-                usable.append(x)
+        usable = [x for x in extra_baselines if not self.baseline_unavailable(x)]
         entries = [{"name": precision(x).baseline, "kernel": None, "variant": "", "precision": precision(x)}
                    for x in usable]
         entries += [{"name": k.name, "kernel": k, "variant": k.variant_for(n, n, n)} for k in kernels]
         flops = 2.0 * n ** 3
         out = []
-        with clocks.ClockSampler(self.facts.get("pci_bus_id")) as sampler:    # the clock the figures ran at
-            measured = self.measure(prec, entries, n, n, n, progress, deadline, budget_s,
-                                    group=6 if deadline is not None else None)
-        clock = sampler.summary()
+        measured = self.measure(prec, entries, n, n, n, progress, deadline, budget_s,
+                                group=6 if deadline is not None else None)
+        clock = clocks.summary(self.clock_samples)                         # the clock the figures ran at
         for e, t, v, cublas_ms in measured:
             k, tf = e["kernel"], t.tflops(flops)
             out.append({"ladder": ladder, "kernel": e["name"], "variant": e["variant"], "size": n, **t.as_dict(),

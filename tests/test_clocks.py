@@ -64,3 +64,58 @@ def test_the_ladder_table_ends_with_the_clock_of_each_size_when_the_record_has_i
     for r in record["results"]:
         del r["sm_clock"]
     assert records.clock_line(record, "fp16") == ""          # an older record: no line
+
+
+def test_the_bench_samples_the_clock_while_timing_not_while_it_computes_the_reference(monkeypatch):
+    """Measurer.measure on the simulated GPU (common/grading/simgpu's pycuda, in this process). The float64
+    reference is computed while the GPU idles at its top clock: a sampler around the whole call would
+    mix those samples in. The fake clock ticks 1980 MHz during the reference and 1650 MHz during the
+    timing loop; the samples the bench keeps must be the timing's alone. And an optional baseline this
+    cuBLAS lacks is asked about once per run and said once, not once per size."""
+    import sys
+    import numpy as np
+    from common import measure, timing
+    from common.grading import simgpu
+    from common.precision import precision
+    for name in [m for m in sys.modules if m == "pycuda" or m.startswith("pycuda.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(simgpu.PATH))
+    ticks = []                             # the GPU's clock over time, one sample per tick
+
+    class Sampler:                         # keeps the ticks between its start and its stop
+        def __init__(self, gpu=None):
+            self.samples = []
+
+        def __enter__(self):
+            self.start = len(ticks)
+            return self
+
+        def __exit__(self, *exc):
+            self.samples = ticks[self.start:]
+            return False
+    monkeypatch.setattr(clocks, "ClockSampler", Sampler)
+
+    def reference(A, B):
+        ticks.extend([1980.0] * 5)         # the CPU works, the GPU idles at its top clock
+        return A @ B, np.abs(A) @ np.abs(B)
+
+    def timed(runs, flusher, budget_s=1.0):
+        for run in runs.values():
+            run()
+        ticks.extend([1650.0] * 3)         # under load, at its power limit
+        return {i: timing.Timing([1.0, 1.0, 1.0]) for i in runs}
+    monkeypatch.setattr(measure.checking, "reference", reference)
+    monkeypatch.setattr(timing, "time_interleaved", timed)
+
+    class Blas:
+        def sgemm(self, M, N, K, a, b, c):
+            pass
+    m = measure.Measurer.__new__(measure.Measurer)
+    m.lab, m.facts, m.blas, m.flusher, m.rng = None, {"pci_bus_id": None}, Blas(), None, np.random.default_rng(1)
+    m.measure(precision("fp32"), [], 8, 8, 8)
+    assert m.clock_samples == [1650.0] * 3 and clocks.summary(m.clock_samples)["max_mhz"] == 1650.0
+
+    asked = []
+    monkeypatch.setattr(measure, "cublas_unavailable", lambda prec, blas: asked.append(prec.name) or "no emulation here")
+    assert m.baseline_unavailable("fp32_bf16x9") == m.baseline_unavailable("fp32_bf16x9") == "no emulation here"
+    assert asked == ["fp32_bf16x9"]
