@@ -306,6 +306,15 @@ def tune(lab, args):
             raise CourseError(f"{lab.name} tunes no ladder {', '.join(unknown)}",
                               hint=f"LADDER= one of {', '.join(tuning)} (or leave it out for all)")
         tuning = {ld: spec for ld, spec in tuning.items() if ld in names}
+    cannot = {ld: lab.kernel(as_tuning(spec).kernel).unsupported(arch) for ld, spec in tuning.items()}
+    if all(cannot.values()):
+        raise CourseError(f"nothing {lab.name} tunes runs on this GPU ({facts['name']}, {arch}): "
+                          + "; ".join(cannot.values()),
+                          hint="run `make tune` on a GPU the kernel is written for; `make bench` here times the rungs that run")
+    for ld, why in cannot.items():
+        if why:
+            print(f"{ld}: not tuned on this GPU: {why}")
+    tuning = {ld: spec for ld, spec in tuning.items() if not cannot[ld]}
     budget = getattr(args, "budget", None)
     deadline = time.monotonic() + budget if budget else None
     m = Measurer(lab, facts)

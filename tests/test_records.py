@@ -187,7 +187,8 @@ def test_a_size_class_timed_at_two_sizes_keeps_the_first_sizes_winner(tmp_path, 
     kept = [K("k[A1]", {"A": 1}), K("k[A2]", {"A": 2})]
     lab = SimpleNamespace(name="labX", short="labx", dir=tmp_path, results_dir=tmp_path,
                           option=lambda name, default=None: {"fp32": measure.Tuning("k", [{}], sizes=(4096, 8192))},
-                          ladder_precision=lambda ladder: SimpleNamespace(cublas_mode="cuBLAS"))
+                          ladder_precision=lambda ladder: SimpleNamespace(cublas_mode="cuBLAS"),
+                          kernel=lambda name: SimpleNamespace(unsupported=lambda arch: None))
     monkeypatch.setattr(targets, "needs_gpu", lambda *a: {"arch": "sm_90", "name": "Test GPU"})
     monkeypatch.setattr(targets, "Measurer", FakeMeasurer)
     monkeypatch.setattr(targets, "tune_candidates", lambda *a, **kw: (kept, []))
@@ -208,3 +209,30 @@ def test_tune_names_the_ladders_it_can_tune(tmp_path, monkeypatch):
     with pytest.raises(CourseError) as e:
         targets.tune(lab, SimpleNamespace(size=None, budget=None, ladder="fp16"))
     assert "fp16" in e.value.message and "fp32" in e.value.hint
+
+
+def test_tune_leaves_out_a_ladder_whose_kernel_this_gpu_cannot_run_and_says_why(tmp_path, monkeypatch, capsys):
+    """Lab 7c's rungs run only on sm_90a: on an Ampere GPU `make tune` says so, in one line per ladder,
+    and tunes what runs; when nothing runs it stops with one message instead of a compiler's traceback."""
+    from types import SimpleNamespace
+    from common import measure, targets
+    from common.errors import CourseError
+    why = {"hopper": "h4 runs only on sm_90a: wgmma", "any": None}
+    lab = SimpleNamespace(name="labX", option=lambda name, default=None: {"fp16": measure.Tuning("hopper", [{}]),
+                                                                          "fp32": measure.Tuning("any", [{}])},
+                          kernel=lambda name: SimpleNamespace(unsupported=lambda arch: why[name]))
+    monkeypatch.setattr(targets, "needs_gpu", lambda *a: {"arch": "sm_86", "name": "Test GPU"})
+    tuned = []
+
+    def candidates(lab, ladder, spec, arch):
+        tuned.append(ladder)
+        raise RuntimeError("stop here: only which ladders reach the compiler matters")
+    monkeypatch.setattr(targets, "tune_candidates", candidates)
+    monkeypatch.setattr(targets, "Measurer", lambda *a: None)
+    with pytest.raises(RuntimeError):
+        targets.tune(lab, SimpleNamespace(size=None, budget=None, ladder=None))
+    assert tuned == ["fp32"]
+    assert "fp16: not tuned on this GPU: h4 runs only on sm_90a" in capsys.readouterr().out
+    with pytest.raises(CourseError) as e:
+        targets.tune(lab, SimpleNamespace(size=None, budget=None, ladder="fp16"))
+    assert "Test GPU" in e.value.message and "sm_90a" in e.value.message and tuned == ["fp32"]

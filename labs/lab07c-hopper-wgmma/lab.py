@@ -7,9 +7,11 @@ tile parameters live in its .cu file; the rows say what the source cannot: entry
 rules, how a TMA kernel is launched (launch.py: tensor maps, persistent grids, clusters), the claim.
 """
 from common.kernels import Kernel
+from common.measure import Tuning
 from common.lab import load
 from common.precision import TF32_TRUNCATED
 
+from . import tuning
 from .launch import tf32_persistent, tma_clusters, tma_grid, tma_persistent
 
 TITLE = "Lab 7c, Hopper: wgmma, TMA, mbarriers, warp specialization (sm_90a)"
@@ -73,3 +75,7 @@ LADDERS = {"fp16": [LAB7.kernel("t4"), T4_TMA] + FP16, "tf32": TF32}
 BENCH_SIZES = [2048, 4096, 8192]
 SELFCHECK_SHAPES = [(1, 1, 8), (127, 129, 136), (129, 127, 64), (1000, 3, 520), (300, 520, 1000), (256, 256, 256)]
 SANITIZE_SHAPES = [(127, 129, 136), (300, 520, 1000)]
+# make tune: h4 and h4_tf32 over tile x STAGES x GROUP (tuning.py says why those); the compiler says which
+# candidates their static_asserts accept before anything is built
+TUNING = {"fp16": Tuning("h4", tuning.candidates_fp16, illegal=tuning.reason_illegal["fp16"], sizes=(4096, 8192)),
+          "tf32": Tuning("h4_tf32", tuning.candidates_tf32, illegal=tuning.reason_illegal["tf32"], sizes=(4096, 8192))}

@@ -38,6 +38,7 @@
 
 #include "hopper_ptx.cuh"
 
+// BEGIN PARAMETERS
 #ifndef BM
 #define BM 128      // block tile rows: 64 for each of the two consumers
 #endif
@@ -68,6 +69,7 @@ static_assert(CONSUMERS == 1 || CONSUMERS == 2, "1 or 2 consumer warpgroups (reg
 static_assert(STAGES >= 2, "STAGES >= 2");
 static_assert(GROUP >= 1, "GROUP >= 1");
 static_assert(SMEM_BYTES <= 232448, "dynamic shared memory at most 227 KB");
+// END PARAMETERS
 
 [[maybe_unused]] constexpr int MI = BM / 64 / CONSUMERS;      // m64 blocks per consumer
 [[maybe_unused]] constexpr int A_TILE = BM * BK * 4;
