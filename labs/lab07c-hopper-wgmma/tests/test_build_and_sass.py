@@ -68,6 +68,7 @@ def sass():
 def listings():
     """Full SASS lines per rung: the opcode counts drop wgmma's lower-case shape (64x256x16)."""
     needs_cuobjdump()
+    build_for_every_arch(LAB)        # cached when built; a test run alone (or its xdist worker) builds
     out = {}
     for name in RUNGS:
         k = LAB.kernel(name)

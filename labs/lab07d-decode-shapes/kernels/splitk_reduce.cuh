@@ -61,8 +61,9 @@ __device__ __forceinline__ void reduce(int M, int N, int splits, const float* __
 // ---- One launch instead of two: the reduce inside the main kernel, for a grid of one wave --------
 //
 // grid_barrier(counters, total): every block of the grid arrives, then waits until all `total` have.
-//   Each thread fences its partial's stores (GPU scope) before its block's arrival; thread 0 adds one
-//   to counters[0] and spins on an acquire load until it reads `total`; the block barrier then
+//   Each thread fences its partial's stores (GPU scope), the block meets, and thread 0 fences again
+//   (what makes its arrival a release for the whole block's stores in the PTX memory model, as
+//   CUTLASS's grid barrier does: a fence, then the add) before it adds one to counters[0] and spins on an acquire load until it reads `total`; the block barrier then
 //   orders the block's reads of the other blocks' partials after it. Safe only when every block of
 //   the grid is resident at once: the launcher runs this path only for grid <= SMs (one block per
 //   SM can always be resident). A wait of 10 s (the GPU's global timer) traps rather than hangs.
@@ -76,6 +77,7 @@ __device__ __forceinline__ void grid_barrier(unsigned* counters, unsigned total)
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
+        __threadfence();        // the release: the block's stores, met at the barrier, before the arrival
         atomicAdd(counters, 1u);
         unsigned seen;
         unsigned long long start, now;
