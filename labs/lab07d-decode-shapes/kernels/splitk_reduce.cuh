@@ -63,10 +63,11 @@ __device__ __forceinline__ void reduce(int M, int N, int splits, const float* __
 // grid_barrier(counters, total): every block of the grid arrives, then waits until all `total` have.
 //   Each thread fences its partial's stores (GPU scope), the block meets, and thread 0 fences again
 //   (what makes its arrival a release for the whole block's stores in the PTX memory model, as
-//   CUTLASS's grid barrier does: a fence, then the add) before it adds one to counters[0] and spins on an acquire load until it reads `total`; the block barrier then
-//   orders the block's reads of the other blocks' partials after it. Safe only when every block of
-//   the grid is resident at once: the launcher runs this path only for grid <= SMs (one block per
-//   SM can always be resident). A wait of 10 s (the GPU's global timer) traps rather than hangs.
+//   CUTLASS's grid barrier does: a fence, then the add) before it adds one to counters[0] and
+//   spins on an acquire load until it reads `total`; the block barrier then orders the block's reads
+//   of the other blocks' partials after it. Safe only when every block of the grid is resident at
+//   once: the launcher runs this path only for grid <= SMs (one block per SM can always be
+//   resident). A wait of 10 s (the GPU's global timer) traps rather than hangs.
 // leave(counters, total): after the reduce, the last block to leave zeroes both counters, so the
 //   next launch finds them at zero (they are zeroed once when the workspace is allocated).
 // reduce_tile_slice<V, TBM, TBN, NT>(M, N, splits, workspace, C): block (x, y, z) adds, in z order as
