@@ -62,7 +62,8 @@ FP16 = [
 
 TF32 = [
     # the tensor core reads the top 19 bits of each FP32 input (no cvt.rna in the kernel): truncation
-    Kernel("h4_tf32", "h4_tf32.cu", {"": "sgemm_h4_tf32"}, "tf32_tensor", archs=HOPPER, rules=(K_MULTIPLE_OF_4,),
+    Kernel("h4_tf32", "h4_tf32.cu", {"": "sgemm_h4_tf32"}, "tf32_tensor", archs=HOPPER, needs=HOPPER_NEEDS,
+           rules=(K_MULTIPLE_OF_4,),
            launch_hook=tf32_persistent, input_roundoff=TF32_TRUNCATED,
            title="h4's design on TF32 wgmma (m64n256k8), B transposed on the device first",
            claim="TF32 wgmma reads only K-major operands: each call transposes B (counted in its time), "

@@ -39,6 +39,14 @@ def test_every_rung_is_built_for_sm_90a_and_for_no_other_architecture():
                 assert LAB.build_arch(k, arch) is None, f"{name} would be built for {arch}"
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_120"])
+def test_every_row_says_why_it_skips_a_gpu_that_is_not_hopper(arch):
+    """The skip a student on another GPU reads names what is missing and which GPU has it."""
+    for k in LAB.own():
+        why = k.unsupported(arch)
+        assert why and "sm_90a" in why and "Hopper GPU (H100, H200)" in why, f"{k.name} on {arch}: {why}"
+
+
 def test_every_rung_builds_for_sm_90a_without_spills():
     res = build_for_every_arch(LAB)
     assert sorted(res) == sorted((name, "sm_90a") for name in BUILT)
