@@ -294,7 +294,11 @@ def test_a_zip_that_climbs_out_is_refused_and_a_good_zip_is_unpacked_through_its
     ('#include <cuda_fp16.h>', True), ('#include <mma.h>', True), ('#include "mine.cuh"', True),
     ('#include "/etc/passwd"', False), ('  #  include "../kernels/v5_2d_blocktiling.cu"', False),
     ('#include KERNEL_FILE', False), ('#include <v6_vectorized.cu>', False), ('#include "v6_vectorized.cu"', False),
-    ('// #include "/etc/passwd"', True),
+    ('// #include "/etc/passwd"', True), ('/* #include <v6_vectorized.cu> */', True),
+    # what the preprocessor reads as #include too: a digraph, a comment inside, a continued line
+    ('%:include <v6_vectorized.cu>', False), ('#/**/include <v6_vectorized.cu>', False),
+    ('# /* a comment\n over two lines */ include "/etc/passwd"', False), ('#inc\\\nlude <v6_vectorized.cu>', False),
+    ('#include /* why not */ "mine.cuh" // mine', True),
 ])
 def test_includes_may_name_the_workspace_and_system_headers_not_the_reference_kernels(small_class, tmp_path, line, ok):
     ws = tmp_path / "ws"

@@ -326,3 +326,40 @@ def test_float2_store_wants_64_bit_stores_in_vec_and_none_in_scalar(vec, scalar,
     c, facts = _compiled(vec, scalar)
     got, why = static.run_check("float2-store", c, facts)
     assert got == ok and says in why
+
+
+# ---------------------------------------------------------------------------------------------
+# answers.toml as students' editors save it
+# ---------------------------------------------------------------------------------------------
+
+def test_answers_toml_saved_with_a_byte_order_mark_or_in_latin_1_is_read(tmp_path):
+    """Notepad writes a UTF-8 byte-order mark; an older Windows editor writes Latin-1. Neither may cost a
+    student the file's points (before: 'not valid TOML at line 1, column 1', or a UnicodeDecodeError)."""
+    text = 'name = "José"\n[questions]\nv4_loads_per_fma = "9/8"\n'
+    bom, latin = tmp_path / "bom.toml", tmp_path / "latin.toml"
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    latin.write_bytes(text.encode("latin-1"))
+    for path in (bom, latin):
+        data = answers_mod.load(path)
+        assert data["name"] == "José" and data["questions"]["v4_loads_per_fma"] == "9/8", path.name
+
+
+def test_a_toml_date_is_graded_as_text_and_the_report_stays_json(tmp_path):
+    """`key = 2024-01-01` is valid TOML (a date): it reaches the grader as the text written, is not a number,
+    and the answers still serialize (before: the score printed, then a TypeError, and grade-class said crashed)."""
+    path = tmp_path / "answers.toml"
+    path.write_text("[questions]\nq = 2024-01-01\nt = 07:32:00\n[predictions]\np = 1979-05-27T07:32:00Z\n")
+    data = answers_mod.load(path)
+    assert data["questions"] == {"q": "2024-01-01", "t": "07:32:00"}
+    assert data["predictions"]["p"].startswith("1979-05-27T07:32:00")
+    json.dumps(data)
+    q = Qm.Question("q", "how many?", expected=lambda: 4, model="m")
+    ok, why = q.grade(data["questions"]["q"])
+    assert not ok and "not a number" in why
+
+
+def test_lab_7ds_rules_file_with_a_byte_order_mark_is_read(tmp_path):
+    from common.grading import rules
+    path = tmp_path / "rules.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + b'[[rule]]\nwhen = "K >= 4096"\nuse = "split-k"\n')
+    assert rules._toml(path) == {"rule": [{"when": "K >= 4096", "use": "split-k"}]}

@@ -1,7 +1,8 @@
 """answers.toml: the student's answers to the questions and their predictions.
 
     load(path)            -> {"student": {...}, "questions": {...}, "predictions": {...}}; CourseError
-                             with the line when the file is not valid
+                             with the line when the file is not valid; dates and times as their text
+    read_text(path)       a file a student edited: UTF-8 (a byte-order mark dropped), else Latin-1
     parse_toml(text)      tomllib (Python 3.11+), or tomli, its backport, on Python 3.10
     template(g, solution) the file `make workspace` writes (g: a spec.Grading): every question as a
                           comment over its key; with solution=True the model's answers and the newest
@@ -25,19 +26,42 @@ def parse_toml(text):
     return tomllib.loads(text)
 
 
+def read_text(path):
+    """A file a student edited, as text: UTF-8 with or without the byte-order mark some editors write,
+    else Latin-1 (every byte decodes: a name typed in a Windows editor is no reason to lose points)."""
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _plain(value):
+    """TOML's dates and times as the text the student wrote: the grader compares numbers and words, and
+    its reports are JSON."""
+    import datetime
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, (datetime.date, datetime.time)):       # datetime is a date
+        return value.isoformat()
+    return value
+
+
 def load(path):
     path = Path(path)
     if not path.exists():
         raise CourseError(f"{path} does not exist", hint="`make workspace` writes it; copy it back if you moved it")
     try:
-        data = parse_toml(path.read_text())
+        data = parse_toml(read_text(path))
     except tomllib.TOMLDecodeError as e:   # it says where
         raise CourseError(f"{path.name} is not valid TOML: {e}",
                           hint='write numbers as 0.25 and text in double quotes: key = "9/8"') from None
     for table in ("questions", "predictions"):
         if not isinstance(data.get(table, {}), dict):
             raise CourseError(f"{path.name}: [{table}] must be a table")
-    return data
+    return _plain(data)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -170,7 +170,8 @@ def _toml(path):
     else:                                   # pragma: no cover - Python 3.10
         import tomli as tomllib
     try:
-        return tomllib.loads(Path(path).read_text())
+        from .answers import read_text
+        return tomllib.loads(read_text(path))
     except (OSError, ValueError) as e:
         raise CourseError(f"{Path(path).name} is not valid TOML: {e}", hint="each rule: [[rule]], when = \"...\", "
                                                                             "use = \"...\"") from None

@@ -277,6 +277,23 @@ _INCLUDE = re.compile(r"^\s*#\s*include\b\s*(.*?)\s*$")
 _SOURCES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inc", ".inl", ".c", ".cc", ".cpp")
 
 
+def _directives(text):
+    """[(line number, text)] of the logical lines as the preprocessor reads its directives: a comment is
+    one space (a block comment over several lines too, so that `# /* ... */ include` stays one line),
+    line continuations are joined, and the digraph `%:` at the start of a line is `#`: `#/**/include`
+    and `%:include` are #include too. The numbers are the lines' first physical lines."""
+    hidden = "\x01"                           # a physical line break the preprocessor does not see
+    text = text.replace("\\\n", hidden)
+    text = re.sub(r'"(?:\\.|[^"\\\n])*"|/\*.*?\*/|//[^\n]*',
+                  lambda m: m.group(0) if m.group(0).startswith('"') else " " + hidden * m.group(0).count("\n"),
+                  text, flags=re.S)
+    out, n = [], 1
+    for line in text.split("\n"):
+        out.append((n, re.sub(r"^([ \t]*)%:", r"\1#", line.replace(hidden, ""))))
+        n += 1 + line.count(hidden)
+    return out
+
+
 def include_dirs(g):
     """The folders the grader's nvcc searches for a submission's includes (static.compile_student)."""
     dirs = {g.lab.kernels_dir}
@@ -299,8 +316,7 @@ def check_includes(g, workspace):
             text = f.read_bytes().decode("utf-8", "replace")
         except OSError:
             continue
-        text = re.sub(r"\\\n", "", text)                   # line continuations
-        for n, line in enumerate(text.split("\n"), 1):
+        for n, line in _directives(text):
             m = _INCLUDE.match(line)
             if not m:
                 continue
