@@ -145,16 +145,34 @@ Q = Qm.Question("q", "How many loads per FMA does this loop issue?", lambda: 0.2
 @pytest.mark.parametrize("reason,ok,says", [
     ("Per step 16 values are loaded and multiplied in 64 FMAs.", True, ""),
     ("sixteen loads feed sixty-four FMAs each step of the loop", True, ""),
-    ("Per step 16 values are loaded, reused across the loop.", False, "1 of the 2"),
+    ("Per step 16 values are loaded, reused across the loop.", False, "does not say what decides"),
     ("16 64", False, "word(s)"),
+    ("sixteen sixty four sixteen sixty four sixteen", False, "different word(s)"),
     ("TODO", False, "no reason given"),
     (None, False, "no reason given"),
-    ("How many loads per FMA does this loop issue?", False, "0 of the 2"),
+    ("How many loads per FMA does this loop issue?", False, "does not say what decides"),
 ])
 def test_a_reason_must_name_every_key_idea_in_a_sentence(reason, ok, says):
     got, why = Q.grade_reason(reason)
     assert got == ok and says in why
     assert "16" not in why and "64" not in why and "sixteen" not in why, "the key ideas are not told"
+    assert " of the 2" not in why, "nor how many of them the reason names (a count guides a search)"
+
+
+# the nonsense a red-team review put in every reason of labs 7 and 7a: it named every key idea of all of them
+STUFFED = ("because of 4 5 6 8 9 10 16 32 64 128 256 26624 65536, half, sign, exponent, infinity, 4 bytes, "
+           "b fragment, in flight, tile t")
+
+
+def test_a_list_of_the_labs_terms_is_not_a_reason_and_every_reference_reason_still_passes(g):
+    """A reason naming 3 or more key ideas of the lab's other questions is refused as a list of terms;
+    every reference reason (why_model) names at most 2 and passes, beside the whole lab's questions."""
+    asked = [q for q in g.questions if q.why]
+    for q in asked:
+        assert q.grade_reason(q.why_model, g.questions) == (True, ""), q.id
+        assert len(q.foreign_ideas_named(q.why_model, g.questions)) < Qm.FOREIGN_IDEAS, q.id
+        got, why = q.grade_reason(STUFFED, g.questions)
+        assert not got and "lists terms" in why, (q.id, why)
 
 
 def test_the_point_needs_the_answer_and_the_reason(tmp_path):

@@ -536,7 +536,7 @@ def _questions(g, part, answers, error):
         else:
             ok, reason = q.grade(given.get(q.id))
             if ok:
-                ok, reason = q.grade_reason(given.get(q.why_key))
+                ok, reason = q.grade_reason(given.get(q.why_key), g.questions)
             status = PASS if ok else FAIL
         out.append(CheckResult(part.name, q.id, q.text, c.points, status, reason))
         row = {"id": q.id, "answer": given.get(q.id), "tolerance": q.tolerance_text(), "ok": status == PASS}

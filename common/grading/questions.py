@@ -20,8 +20,10 @@ Reasons. A question with `why` asks for a reason beside the answer (`<id>_why = 
 needs both. `why` is a tuple of key ideas, each a tuple of alternatives (a word or phrase, matched
 as whole words with an optional plural s; or a number, matched against the numbers the reason
 writes, fractions included); every idea must be named. The question's own text must name none of
-them (Grading checks it), so pasting the question never passes; `why_min_words` stops a bare list
-of keywords. `why_model` is the reference's reason (the reference workspace's answers.toml).
+them (Grading checks it), so pasting the question never passes; `why_min_words` different words
+stop a bare or repeated list of keywords, and a reason that names FOREIGN_IDEAS key ideas of the
+lab's other questions is refused as a list of terms. A miss never says how many ideas were named.
+`why_model` is the reference's reason (the reference workspace's answers.toml).
 
 Computed predictions. A Prediction with `expected` is graded against that function of the course's
 models with a relative tolerance (`rel_tol`, 15 % unless the row says otherwise): the lab's
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 BASELINE = "cuBLAS"          # the bench records' name for the baseline row of a ladder
+FOREIGN_IDEAS = 3            # other questions' key ideas that make a reason a list of terms (references: <= 2)
 
 
 @dataclass(frozen=True)
@@ -96,19 +99,31 @@ class Question:
         """How many of the key ideas `text` names (each idea: any of its alternatives)."""
         return sum(any(mentions(text, alt) for alt in idea) for idea in self.why)
 
-    def grade_reason(self, raw):
-        """(ok, reason) of the reason given for the answer; (True, "") when the question asks none."""
+    def foreign_ideas_named(self, text, others):
+        """The key ideas of the other questions (`others`) that `text` names and this question has none
+        of: a reason that decides this answer names its own things, not every term of the lab."""
+        own = {alt for idea in self.why for alt in idea}
+        return [(q.id, idea[0]) for q in others if q.id != self.id for idea in q.why
+                if not own.intersection(idea) and any(mentions(text, alt) for alt in idea)]
+
+    def grade_reason(self, raw, others=()):
+        """(ok, reason) of the reason given for the answer; (True, "") when the question asks none.
+        others: the lab's other questions; a reason that names FOREIGN_IDEAS or more of their key
+        ideas is a list of terms, not a reason (the references name at most 2). The message never
+        says how many of the key ideas a reason names: that count would guide a search."""
         if not self.why:
             return True, ""
         if raw is None or not isinstance(raw, str) or raw.strip().upper() in ("", "TODO"):
             return False, f"no reason given: write it as {self.why_key} = \"...\" (a sentence: what decides it, and why)"
-        words = len(normalize_words(raw).split())
+        words = len(set(normalize_words(raw).split()))
         if words < self.why_min_words:
-            return False, f"the reason is {words} word(s): say in a sentence what decides the answer, and why"
-        named = self.ideas_named(raw)
-        if named < len(self.why):
-            return False, (f"the reason names {named} of the {len(self.why)} things that decide the answer"
-                           f"{self._look()}")
+            return False, (f"the reason has {words} different word(s): say in a sentence what decides the answer, "
+                           "and why")
+        if len(self.foreign_ideas_named(raw, others)) >= FOREIGN_IDEAS:
+            return False, ("the reason lists terms that decide other questions: say in a sentence what decides "
+                           f"this one{self._look()}")
+        if self.ideas_named(raw) < len(self.why):
+            return False, f"the reason does not say what decides the answer{self._look()}"
         return True, ""
 
     def pasted_question_passes(self):

@@ -193,9 +193,9 @@ class Grading:
                 raise CourseError(f"grading/questions.py {q.id}: the question's text names the key idea(s) "
                                   f"{pasted} its reason must name: pasting the question would pass",
                                   hint="ask without naming it, or choose another key idea")
-            if q.why and not q.grade_reason(q.why_model)[0]:
+            if q.why and not q.grade_reason(q.why_model, self.questions)[0]:
                 raise CourseError(f"grading/questions.py {q.id}: why_model does not pass its own key ideas: "
-                                  f"{q.grade_reason(q.why_model)[1]}")
+                                  f"{q.grade_reason(q.why_model, self.questions)[1]}")
         for h in self.headers:
             if not (self.lab.kernels_dir / h).is_file():
                 raise CourseError(f"grading/parts.py HEADERS: there is no {h} in {self.lab.kernels_dir}")
