@@ -107,7 +107,7 @@ def included_headers(src, include_dirs=()):
         for name in _INCLUDE.findall(text):
             for d in (f.parent, *map(Path, include_dirs)):
                 cand = (d / name).resolve()
-                if cand.exists():
+                if cand.is_file():              # a regular file: reading a pipe would wait for ever
                     if cand not in seen:
                         seen.append(cand)
                         todo.append(cand)
@@ -135,6 +135,38 @@ def _nvcc_flags(arch):
         virtual = arch.replace("sm_", "compute_")
         return ["-fatbin", *NVCC_FLAGS[1:], f"-gencode=arch={virtual},code=[{arch},{virtual}]"]
     return [*NVCC_FLAGS, f"-arch={arch}"]
+
+
+NVCC_TIMEOUT_S = 900          # the longest build of the course (a CUTLASS or CuTe kernel) takes under a minute
+
+
+def nvcc_timeout_s():
+    """Seconds one nvcc run may take before it is stopped (COURSE_NVCC_TIMEOUT_S overrides): a source
+    that includes a file which never ends (a pipe) must not stall a build or a grade for ever."""
+    try:
+        return float(os.environ.get("COURSE_NVCC_TIMEOUT_S", NVCC_TIMEOUT_S))
+    except ValueError:
+        return NVCC_TIMEOUT_S
+
+
+def run_nvcc(cmd):
+    """subprocess.run(cmd) for nvcc, stopped after nvcc_timeout_s(): nvcc runs its stages (the host
+    preprocessor, cicc, ptxas) as children that hold its output pipes, so on a timeout the whole
+    process group is killed, not nvcc alone (else reading the pipes would wait for ever).
+    Raises subprocess.TimeoutExpired."""
+    import signal
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=nvcc_timeout_s())
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_dirs=()):
@@ -165,7 +197,13 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = [find_nvcc(), *_nvcc_flags(arch), *flags, *[f"-I{d}" for d in include_dirs],
            *[f"-D{k}={v}" for k, v in defines.items()], "-o", str(part), str(src)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        proc = run_nvcc(cmd)
+    except subprocess.TimeoutExpired:
+        part.unlink(missing_ok=True)
+        raise CourseError(f"nvcc ran past {nvcc_timeout_s():g} s on {src.name} for {arch} and was stopped",
+                          hint="a file it reads may never end (an #include of a pipe or a device?); "
+                               "COURSE_NVCC_TIMEOUT_S=<seconds> allows more on a slow machine") from None
     log = proc.stdout + proc.stderr
     shown = [c if c != str(part) else str(out) for c in cmd]
     _replace_text(out.with_suffix(".ptxas.log"), " ".join(shown) + "\n" + log)

@@ -67,6 +67,20 @@ def test_compile_error_is_a_clear_message(tmp_path):
         build.compile_cubin(tmp_path / "bad.cu", tmp_path / "bad.cubin", "sm_80")
 
 
+def test_an_include_that_never_ends_stops_at_the_timeout_with_a_clear_message(tmp_path, monkeypatch):
+    """A red-team review's submission included a named pipe: nvcc waited on it for minutes. It is stopped
+    at COURSE_NVCC_TIMEOUT_S, saying what to look for, and leaves no half-written cubin."""
+    import os
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "k.cu").write_text(f'#include "{fifo}"\n__global__ void f() {{}}\n')
+    monkeypatch.setenv("COURSE_NVCC_TIMEOUT_S", "3")
+    with pytest.raises(CourseError, match="nvcc ran past 3 s on k.cu") as e:
+        build.compile_cubin(tmp_path / "k.cu", tmp_path / "k.cubin", "sm_80")
+    assert "pipe" in e.value.hint
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part") or p.suffix == ".cubin"]
+
+
 def test_arch_names_are_checked():
     assert build.resolve_archs("all") == build.ALL_ARCHS
     assert build.resolve_archs("sm_86") == ["sm_86"]

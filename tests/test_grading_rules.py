@@ -84,6 +84,11 @@ def test_plans_first_match_wins(tmp_path):
     ("[[rule]]\nuse = \"gemv\"\n", "a rule has `when`"),
     ("[[rule]]\nwhen = \"true\"\nuse = \"gemv\"\nnote = 1\n", "a rule has `when`"),
     ("[[rule]\n", "not valid TOML"),
+    # what a red-team review wrote: each a traceback before ('int' object is not iterable, unhashable type)
+    ("rule = 5\n", "not a list of [[rule]] tables"), ("rule = [1]\n", "not a list of [[rule]] tables"),
+    ("[[rule]]\nwhen = \"true\"\nuse = []\n", "use must be text"),
+    ("[[rule]]\nwhen = true\nuse = \"gemv\"\n", "when must be text"),
+    ("[[rule]]\nwhen = {a = 1}\nuse = \"gemv\"\n", "when must be text"),
 ])
 def test_a_bad_rules_file_says_what_is_wrong(tmp_path, text, why):
     with pytest.raises(CourseError) as e:

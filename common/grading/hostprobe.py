@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..build import find_nvcc
+from ..build import find_nvcc, nvcc_timeout_s, run_nvcc
 from ..errors import CourseError
 
 RUN_TIMEOUT_S = 60
@@ -61,7 +61,11 @@ def build(program, kernel, out, defines=None, flags=(), include_dirs=()):
     cmd = [find_nvcc(), "-std=c++17", "-O0", *flags, f'-DPROBE_KERNEL="{Path(kernel).resolve()}"',
            *[f"-D{k}={v}" for k, v in (defines or {}).items()],
            *[f"-I{d}" for d in include_dirs], "-o", str(out), str(program)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        proc = run_nvcc(cmd)
+    except subprocess.TimeoutExpired:
+        raise CourseError(f"the probe {Path(program).name} did not finish compiling with {Path(kernel).name} "
+                          f"in {nvcc_timeout_s():g} s (an #include of a file that never ends?)") from None
     if proc.returncode != 0:
         raise CourseError(f"the probe {Path(program).name} does not compile with {Path(kernel).name}: "
                           f"{_first_error(proc.stdout + proc.stderr, kernel)}")

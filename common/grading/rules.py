@@ -183,9 +183,18 @@ def load(path, families, with_splits=()):
     rows = data.get("rule")
     if not rows:
         raise CourseError(f"{Path(path).name} has no rules", hint="write one [[rule]] table per rule, first match wins")
+    form = 'each rule is a [[rule]] table: when = "...", use = "..." (and splits = "..." where the family takes it)'
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise CourseError(f"{Path(path).name}: `rule` is {type(rows).__name__ if not isinstance(rows, list) else 'a list of values'}, "
+                          "not a list of [[rule]] tables", hint=form)
     out = []
     for i, row in enumerate(rows, 1):
         where = f"{Path(path).name} rule {i}"
+        bad = [k for k in ("when", "use", "splits") if k in row and not isinstance(row[k], (str, int, float))
+               or k in row and isinstance(row[k], bool)]
+        if bad:
+            raise CourseError(f"{where}: {', '.join(bad)} must be text in double quotes (or a number), not "
+                              f"{', '.join(type(row[k]).__name__ for k in bad)}", hint=form)
         if set(row) - {"when", "use", "splits"} or "when" not in row or "use" not in row:
             raise CourseError(f"{where}: a rule has `when`, `use` and, for {', '.join(with_splits) or 'no family'}, "
                               f"`splits`; it has {', '.join(sorted(row))}")
