@@ -299,6 +299,8 @@ def test_a_zip_that_climbs_out_is_refused_and_a_good_zip_is_unpacked_through_its
     ('%:include <v6_vectorized.cu>', False), ('#/**/include <v6_vectorized.cu>', False),
     ('# /* a comment\n over two lines */ include "/etc/passwd"', False), ('#inc\\\nlude <v6_vectorized.cu>', False),
     ('#include /* why not */ "mine.cuh" // mine', True),
+    ('#include_next "/etc/passwd"', False), ('#import <v6_vectorized.cu>', False),
+    ('??=include <v6_vectorized.cu>', False),
 ])
 def test_includes_may_name_the_workspace_and_system_headers_not_the_reference_kernels(small_class, tmp_path, line, ok):
     ws = tmp_path / "ws"

@@ -273,15 +273,15 @@ def stage(g, sub, dest):
 # What a kernel may #include
 # ---------------------------------------------------------------------------------------------
 
-_INCLUDE = re.compile(r"^\s*#\s*include\b\s*(.*?)\s*$")
+_INCLUDE = re.compile(r"^\s*#\s*(?:include_next|include|import)\b\s*(.*?)\s*$")   # gcc reads all three
 _SOURCES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inc", ".inl", ".c", ".cc", ".cpp")
 
 
 def _directives(text):
     """[(line number, text)] of the logical lines as the preprocessor reads its directives: a comment is
     one space (a block comment over several lines too, so that `# /* ... */ include` stays one line),
-    line continuations are joined, and the digraph `%:` at the start of a line is `#`: `#/**/include`
-    and `%:include` are #include too. The numbers are the lines' first physical lines."""
+    line continuations are joined, and the digraph `%:` (or the trigraph `??=`) at the start of a line
+    is `#`: `#/**/include`, `%:include`, `#include_next` and `#import` all include. The numbers are the lines' first physical lines."""
     hidden = "\x01"                           # a physical line break the preprocessor does not see
     text = text.replace("\\\n", hidden)
     text = re.sub(r'"(?:\\.|[^"\\\n])*"|/\*.*?\*/|//[^\n]*',
@@ -289,7 +289,7 @@ def _directives(text):
                   text, flags=re.S)
     out, n = [], 1
     for line in text.split("\n"):
-        out.append((n, re.sub(r"^([ \t]*)%:", r"\1#", line.replace(hidden, ""))))
+        out.append((n, re.sub(r"^([ \t]*)(?:%:|\?\?=)", r"\1#", line.replace(hidden, ""))))
         n += 1 + line.count(hidden)
     return out
 
