@@ -381,3 +381,36 @@ def test_lab_7ds_rules_file_with_a_byte_order_mark_is_read(tmp_path):
     path = tmp_path / "rules.toml"
     path.write_bytes(b"\xef\xbb\xbf" + b'[[rule]]\nwhen = "K >= 4096"\nuse = "split-k"\n')
     assert rules._toml(path) == {"rule": [{"when": "K >= 4096", "use": "split-k"}]}
+
+
+def test_a_selftest_prints_and_records_the_reference_without_its_key():
+    """The reference solution's answers, reasons and predictions are the key: a self-test's report of it
+    (printed, and recorded in results/ where students read) shows them hidden; verdicts and points stay."""
+    rep = grader.Report("reference", [], {"lab": "l"}, {
+        "questions": [{"id": "q", "answer": 42, "why": "because", "ok": True}, {"id": "r", "answer": None}],
+        "predictions": {"rows": [{"id": "p", "predicted": 3.5, "status": "ok"}]}})
+    hidden = rep.without_key()
+    assert hidden.extra["questions"][0] == {"id": "q", "answer": grader.HIDDEN, "why": grader.HIDDEN, "ok": True}
+    assert hidden.extra["questions"][1]["answer"] is None                    # unanswered stays unanswered
+    assert hidden.extra["predictions"]["rows"][0] == {"id": "p", "predicted": grader.HIDDEN, "status": "ok"}
+    assert rep.extra["questions"][0]["answer"] == 42, "the report graded is not changed"
+
+
+def test_no_committed_grading_record_holds_the_key():
+    """Every grade-selftest and grade-class record under labs/*/results/: no answer, reason or prediction
+    in the clear (a red-team review read the whole key of labs 7-7d from these files)."""
+    def rows(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ("answer", "why", "predicted") and not isinstance(v, (dict, list)):
+                    yield k, v
+                else:
+                    yield from rows(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from rows(v)
+    records = sorted(ROOT.glob("labs/*/results/*grade-*.json"))
+    assert records
+    for path in records:
+        clear = [(k, v) for k, v in rows(json.loads(path.read_text())) if v not in (None, grader.HIDDEN)]
+        assert not clear, f"{path.name}: {clear[:3]}"

@@ -82,6 +82,9 @@ class PartResult:
         return sum(c.max_points for c in self.checks)
 
 
+HIDDEN = "(hidden: the answer key)"
+
+
 @dataclass
 class Report:
     name: str
@@ -91,6 +94,21 @@ class Report:
 
     def part(self, name):
         return next(p for p in self.parts if p.name == name)
+
+    def without_key(self):
+        """This report with the answers, reasons and predictions it was given shown as HIDDEN: what a
+        self-test prints and records of the reference solution (its answers are the key, and the
+        records sit in results/, where students read). The verdicts and the points stay."""
+        import copy
+        extra = copy.deepcopy(self.extra)
+        for row in extra.get("questions") or []:
+            for k in ("answer", "why"):
+                if row.get(k) is not None:
+                    row[k] = HIDDEN
+        for row in (extra.get("predictions") or {}).get("rows") or []:
+            if row.get("predicted") is not None:
+                row["predicted"] = HIDDEN
+        return Report(self.name, self.parts, self.meta, extra)
 
     def result(self, part, check):
         return next(c for c in self.part(part).checks if c.check == check)

@@ -121,7 +121,9 @@ def run(g, gpu=None, json_path=None, work=None, progress=True):
     env = grader.environment(g, gpu=gpu, work=work)
     reports = grader.grade_many(g, jobs(g, env.work / "selftest"), env, progress=progress)
     problems = expectations(g, reports, env)
-    ref, untouched = reports[0], reports[1]
+    # what is printed and recorded never holds the key: the reference's answers are the solution
+    shown = [r.without_key() for r in reports]
+    ref, untouched = shown[0], shown[1]
     print("=" * 100)
     print("1. The reference solution (must score full marks)\n")
     print(ref.text())
@@ -142,7 +144,7 @@ def run(g, gpu=None, json_path=None, work=None, progress=True):
                           grader.finite({"what": f"{g.lab.short} grade selftest", "gpu": env.gpu, "gpu_text": env.gpu_text,
                                          "arch": env.arch, "run": rep.run_info(g.lab.dir), "phases_s": env.phases, "problems": problems,
                                          "wrong": rows, "reference": ref.to_json(), "untouched": untouched.to_json(),
-                                         "wrong_reports": [r.to_json() for r in reports[2:]]}))
+                                         "wrong_reports": [r.to_json() for r in shown[2:]]}))
     print("time: " + ", ".join(f"{k} {v:.0f} s" for k, v in env.phases.items()))
     print(f"JSON: {path}")
     return problems, reports, env
