@@ -22,7 +22,8 @@ as whole words with an optional plural s; or a number, matched against the numbe
 writes, fractions included); every idea must be named. The question's own text must name none of
 them (Grading checks it), so pasting the question never passes; `why_min_words` different words
 stop a bare or repeated list of keywords, and a reason that names FOREIGN_IDEAS key ideas of the
-lab's other questions is refused as a list of terms. A miss never says how many ideas were named.
+lab's other questions is refused as a list of terms (named by a word, or by a number that is not a
+power of two: 4 bytes and 32 lanes are in every reason about a GPU). A miss never says how many ideas were named.
 `why_model` is the reference's reason (the reference workspace's answers.toml).
 
 Computed predictions. A Prediction with `expected` is graded against that function of the course's
@@ -104,7 +105,7 @@ class Question:
         of: a reason that decides this answer names its own things, not every term of the lab."""
         own = {alt for idea in self.why for alt in idea}
         return [(q.id, idea[0]) for q in others if q.id != self.id for idea in q.why
-                if not own.intersection(idea) and any(mentions(text, alt) for alt in idea)]
+                if not own.intersection(idea) and any(mentions(text, alt) for alt in idea if telling(alt))]
 
     def grade_reason(self, raw, others=()):
         """(ok, reason) of the reason given for the answer; (True, "") when the question asks none.
@@ -156,6 +157,16 @@ class Prediction:
 
 
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:/\s*((?:\d+\.?\d*|\.\d+)))?\s*(?:%|[A-Za-z][A-Za-z /]*)?\s*$")
+
+
+def telling(alternative):
+    """Whether naming this alternative of another question's key idea says anything about that question: a
+    word does; a power of two (4 bytes, 32 lanes, 128 threads, 64 KB) is in every reason about a GPU and
+    does not."""
+    if isinstance(alternative, str):
+        return True
+    n = abs(alternative)
+    return not (float(n).is_integer() and n >= 1 and int(n) & (int(n) - 1) == 0)
 
 
 def parse_number(raw):
