@@ -520,3 +520,25 @@ def test_a_shells_own_out_variable_is_not_the_classs_output_folder(where, tmp_pa
                                             env={**os.environ, **env}).stdout
     assert "--out" not in run([], {"OUT": str(tmp_path / "machine")})
     assert f"--out {tmp_path / 'class'}" in run([f"OUT={tmp_path / 'class'}"], {"OUT": str(tmp_path / "machine")})
+
+
+def test_a_submission_that_repeats_the_reference_regions_is_flagged_for_the_teacher(local_class, small_class, tmp_path):
+    """The demo class's "reference" is the lab's reference kernels: the class report says so beside its
+    score, without deducting anything; the untouched workspace and a known-wrong kernel (the reference
+    with one bug) show what a partial match gives. A workspace with its own code in most regions is not flagged."""
+    from common.grading import workspace as W
+    flags = {s["name"]: s["flags"] for s in local_class.data["students"]}
+    assert "copied?" in flags["reference"] and "no points deducted" in flags["reference"]
+    assert not flags["untouched"]
+    by = {s["name"]: s["score"] for s in local_class.data["students"]}
+    assert by["reference"] == local_class.data["summary"]["graded_max"]          # flagged, not docked
+    # half of the reference's answer lines rewritten (as a student's own code would differ): no flag
+    own = tmp_path / "own"
+    shutil.copytree(small_class.sources["reference"], own)
+    answers = W.answer_lines(small_class.g)
+    lines = [l for ls in answers.values() for l in ls]
+    for f in own.glob("*.cu"):
+        text = f.read_text().split("\n")
+        f.write_text("\n".join(l + " ;" if W._norm(l) in lines[::2] else l for l in text))   # code of its own
+    assert W.copy_report(small_class.g, own) == ""
+    assert "copied?" in W.copy_report(small_class.g, small_class.sources["reference"])

@@ -39,6 +39,7 @@ from .. import report as rep
 from .. import writes
 from ..errors import CourseError
 from . import classreport, gpu as gpumod, sandbox, submissions
+from . import workspace as workspace_mod
 
 ROOT = Path(__file__).resolve().parents[2]        # the course: what makes `common` importable
 FINISHED = ("graded", "crashed", "timed out", "refused")
@@ -300,6 +301,7 @@ def grade_one(g, plan, sub, work_root, mode, gpu=None, watch=None):
         except submissions.Refused as e:
             record.update(status="refused", reason=str(e), seconds=round(time.time() - start, 2))
             return _finish(plan, record, "", "")
+        record["copied"] = workspace_mod.copy_report(g, ws)    # read before the student's code runs
         (private / "out").mkdir()
         report_json = private / "out" / "report.json"
         argv = [sys.executable, "-m", "common", "grade", "--lab", str(plan.lab), "--workspace", str(ws),
@@ -404,9 +406,12 @@ def _finish(plan, record, out, err):
     r = record.get("report") or {}
     record.update(score=r.get("score"), graded_max=r.get("graded_max"), pending=r.get("pending"),
                   max_total=r.get("max_total"))
+    flags = [record.get("copied") or ""]
     if record["outside_writes"]:
-        record["flags"] = (f"wrote outside its folder: {len(record['outside_writes'])} path(s) changed while it ran, "
-                           f"e.g. {record['outside_writes'][0]}")
+        flags.insert(0, f"wrote outside its folder: {len(record['outside_writes'])} path(s) changed while it ran, "
+                        f"e.g. {record['outside_writes'][0]}")
+    if any(flags):
+        record["flags"] = "; ".join(f for f in flags if f)
     rep.write_json(students / f"{name}.json", record)
     classreport.student_page(plan, record, out, err)
     return record

@@ -5,6 +5,7 @@
     generate(g, dest, solution=False, force=False, quiet=False) -> the files written
     answer_lines(g)                   -> {region id: the region's distinctive code lines}
     leaks(g, files)                   -> [(file, region id, lines found)]: a graded answer in the workspace
+    copy_report(g, workspace)         -> a teacher's note when a submission repeats the reference regions
 
 A region is marked in the reference kernel itself, one comment line each side:
 
@@ -149,6 +150,29 @@ def leaks(g, files):
             if lines and hit and len(hit) * 2 >= min(len(lines), max(2, len(lines))):
                 found.append((Path(f), rid, hit))
     return found
+
+
+COPY_SHARE, COPY_MIN_LINES = 0.8, 6     # copy_report: what share of how many distinctive lines is a copy
+
+
+def copy_report(g, workspace):
+    """A teacher's note, or "": the workspace's graded regions hold COPY_SHARE or more of the distinctive
+    lines of the lab's reference regions (answer_lines), COPY_MIN_LINES of them at least, line for line.
+    Nothing is deducted: a one-line answer is rightly the same as the reference's (so fewer lines
+    than COPY_MIN_LINES tell nothing), and the reference kernels are the lab's reading; over many
+    lines, someone who wrote the code has lines of their own, and a copy has none."""
+    answers = answer_lines(g)
+    have = set()
+    for f in sorted(Path(workspace).rglob("*")):
+        if f.is_file() and f.suffix in (".cu", ".cuh", ".toml") and "given" not in f.relative_to(workspace).parts:
+            have |= {_norm(l) for l in f.read_bytes().decode("utf-8", "replace").split("\n")}
+    total = sum(len(lines) for lines in answers.values())
+    hit = sum(1 for lines in answers.values() for l in lines if l in have)
+    if total < COPY_MIN_LINES or hit < COPY_SHARE * total:
+        return ""
+    whole = [rid for rid, lines in answers.items() if lines and all(l in have for l in lines)]
+    return (f"its graded regions repeat {hit} of the {total} distinctive lines of the lab's reference kernels "
+            f"line for line ({len(whole)} of {len(answers)} regions whole): copied? (no points deducted; read it)")
 
 
 def generate(g, dest=None, solution=False, force=False, quiet=False):
