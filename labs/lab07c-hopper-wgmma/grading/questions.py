@@ -32,10 +32,12 @@ def _tile(name):
     return bm, bn, k.tiling.value("BK")
 
 
-def _h5_tx():
-    """h5: each block of a 2-block cluster issues its own A box and half the B panels, multicast to both:
-    every block's stage still receives its A box and every B panel."""
-    return probes.tx_bytes(*_tile("h5"))
+def _h5_tx(bn=128):
+    """h5 built with BN = 128: each block of a 2-block cluster issues its own A box and half the B panels,
+    multicast to both: every block's stage still receives its A box and every B panel. (Asked at BN = 128:
+    h5's header states the stage's bytes at its own BN = 256.)"""
+    bm, _, bk = _tile("h5")
+    return probes.tx_bytes(bm, bn, bk)
 
 
 def _h4_tma_loads(k=4096):
@@ -101,9 +103,9 @@ QUESTIONS = [
 # counted as one box, 2/5 of it) are 33 % and more away, so no tolerance would help a guess.
 PREDICTIONS = [
     Prediction("h5_tx_bytes",
-               "h5 (clusters of 2 blocks, the tile in its header): each block's producer issues its own A box and "
-               "half of the B panels, multicast to both blocks. The bytes each block's FULL barrier must expect "
-               "for one stage",
+               "h5 built with BN = 128 (clusters of 2 blocks, the rest of its tile as in its header): each block's "
+               "producer issues its own A box and half of the B panels, multicast to both blocks. The bytes each "
+               "block's FULL barrier must expect for one stage",
                expected=_h5_tx, rel_tol=0.0, unit="bytes",
                hint="where each multicast box lands, and whose barrier counts its bytes"),
     Prediction("h4_tma_loads",

@@ -283,10 +283,11 @@ def test_every_question_has_a_computed_answer_and_a_reason_that_passes():
 def test_the_predictions_are_exact_and_their_near_misses_fail():
     by = {p.id: p for p in G.predictions}
     tx, loads = by["h5_tx_bytes"], by["h4_tma_loads"]
-    assert tx.answer() == PROBES.tx_bytes(128, 256, 64) and loads.answer() == (4096 // 64) * (1 + 256 // 64)
+    assert tx.answer() == PROBES.tx_bytes(128, 128, 64) and loads.answer() == (4096 // 64) * (1 + 256 // 64)
+    assert tx.answer() != PROBES.tx_bytes(128, 256, 64)     # not h5 as built: its header states that stage's bytes
     from common.grading.questions import grade_prediction
     assert grade_prediction(tx, str(int(tx.answer())), None)[0]
-    own_loads_only = PROBES.tx_bytes(128, 128, 64)          # A + the half of B a block issues itself
+    own_loads_only = PROBES.tx_bytes(128, 64, 64)           # A + the half of B a block issues itself
     for miss in (own_loads_only, tx.answer() / 2, tx.answer() + 2):
         ok, reason = grade_prediction(tx, miss, None)
         assert not ok and str(int(tx.answer())) not in reason

@@ -14,8 +14,10 @@ skips one step of the derivation lands on, and every one of them is at least 20 
   skinny_partials_kib   the partial tiles one launch writes: splits x tiles x BM x BN x 4 bytes. The
                         ceiling instead of the floor in the one-wave rule gives 5 splits (+25 %); only
                         the splits that are not last (3 of 4) gives -25 %; FP16 partials halve it.
-  gemv_flop_per_byte    2 M N K FLOP over the bytes of A, B and C: the weights dominate. FP32 weights
-                        halve it; counting a multiply-add as 1 FLOP halves it; M = 1 is a sixth.
+  prefill_flop_per_byte 2 M N K FLOP over the bytes of A, B and C at 256 x 1024 x 1024, where the
+                        weights no longer dominate: "about M" (the rule for decode, which NOTES.md
+                        states) is 75 % high; leaving out C is +40 %, leaving out A +17 %; FP32
+                        weights -42 %; a multiply-add as 1 FLOP halves it.
 """
 import json
 from pathlib import Path
@@ -72,10 +74,11 @@ PREDICTIONS = [
                expected=lambda: _skinny_partials_kib(16, 2048, 16384), unit="KiB",
                hint="the row's tile (lab.py, skinny_fp16.cu's header), its split rule (lab.py, _one_wave), and "
                     "which splits write a partial"),
-    Prediction("gemv_flop_per_byte",
-               "The FP16 GEMV at 6 x 6144 x 6144: FLOP per byte of DRAM traffic (A, B read once, C written once)",
-               expected=lambda: _flop_per_byte(6, 6144, 6144, np.float16), unit="FLOP/B",
-               hint="what dominates the bytes, and how many FLOP one multiply-add is"),
+    Prediction("prefill_flop_per_byte",
+               "The FP16 product at 256 x 1024 x 1024 (a prefill chunk: 256 tokens through a 1024 x 1024 layer): "
+               "FLOP per byte of DRAM traffic (A and B read once in FP16, C written once in FP32)",
+               expected=lambda: _flop_per_byte(256, 1024, 1024, np.float16), unit="FLOP/B",
+               hint="the bytes of each of the three matrices, and how many FLOP one multiply-add is"),
 ]
 
 QUESTIONS = [
