@@ -122,11 +122,14 @@ QUESTIONS = [
              why=((32, "wn"), ("b fragment", "frag n", "fragn")),
              why_model="The warp's tile is WN = 32 columns wide, so it holds 2 B fragments of 16 columns and "
                        "each A fragment meets both."),
-    Question("t3_wait_prior_stages3", "t3 with STAGES = 3: the n of __pipeline_wait_prior(n) in the main loop",
-             lambda: 3 - 1, "the groups that may still be in flight: STAGES - 1",
+    # not t3 as built: its header and loop state wait_prior(STAGES - 1) for the issue-then-wait order
+    Question("t3_wait_prior_issue_after_wait",
+             "t3 with STAGES = 4, its main loop reordered so that the copy of a later tile is issued and committed "
+             "after the wait (and before the compute): the n of __pipeline_wait_prior(n)",
+             lambda: 4 - 2, "the groups committed when the wait runs (t .. t + STAGES - 2) less the one that must land",
              hint="count the groups committed when the wait runs, and which group holds the tile the warps compute next",
              why=(("in flight", "pending", "outstanding", "not landed"), ("tile t", "current tile", "oldest")),
-             why_model="The wait follows the commit of tile t+2, so tiles t, t+1 and t+2 may be pending; tile t "
+             why_model="When the wait runs, tiles t, t+1 and t+2 are committed (t+3 is issued after it); tile t "
                        "must have landed, so at most 2 groups may stay in flight."),
     Question("outer_product_view",
              "Which view of matrix multiply lets a thread reuse every loaded value for several FMAs (two words)?",
