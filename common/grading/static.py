@@ -3,7 +3,8 @@
     student_row(lab, part, source)    the part's row of the lab's table, with the student's file as source
     compile_student(lab, part, source, arch, build_dir, headers=()) -> Compiled: resources per entry, cubin, or
                                       the nvcc error line ("does not compile: ...")
-    sass_facts(compiled)              -> {entry: {"families": {...}, "fp16": Counter, "opcodes": Counter}}
+    sass_facts(compiled)              -> {entry: {"families": {...}, "fp16": Counter, "opcodes": Counter, ...}}
+    after_counter(listing)            -> the opcodes after the first integer atomic (ordered-reduce reads them)
     run_check(kind, compiled, facts, check=None) -> (ok, reason) for the static kinds (common.grading.spec)
     bytes_in_flight(listing)          -> the most global-load bytes one thread issues between two math
                                       instructions (FFMA, HFMA2, HMMA, DFMA): what Little's law counts
@@ -124,8 +125,24 @@ def sass_facts(compiled):
     return {entry: {"families": sassmod.family_counts(counts.get(entry, Counter())),
                     "opcodes": counts.get(entry, Counter()), "fp16": half.get(entry, Counter()),
                     "bytes_in_flight": bytes_in_flight(sassmod.kernel_listing(text, entry)),
-                    "fence_problems": fences.problems(sassmod.kernel_listing(text, entry))}
+                    "fence_problems": fences.problems(sassmod.kernel_listing(text, entry)),
+                    "after_counter": after_counter(sassmod.kernel_listing(text, entry))}
             for entry in compiled.row.entries.values()}
+
+
+def after_counter(listing):
+    """The opcode bases (a Counter) that follow the first integer atomic in address order: what a block
+    does once it has counted itself in. The last block of an ordered split-K reduction reads the other
+    splits' partials (LDG) and adds them (FADD) there; a kernel that only counts and returns has neither."""
+    ops = []
+    for line in listing:
+        code = re.sub(r"^\s*/\*[0-9a-f]+\*/\s*", "", line)
+        code = re.sub(r"^@!?U?P\w+\s+", "", code).split()
+        if code:
+            ops.append(code[0].rstrip(";"))
+    first = next((i for i, op in enumerate(ops)
+                  if op.split(".")[0] in ("RED", "ATOM", "ATOMG", "REDG") and not set(op.split(".")[1:]) & _FLOAT_MODS), None)
+    return Counter(op.split(".")[0] for op in ops[first + 1:]) if first is not None else Counter()
 
 
 _MATH_BASES = {"FFMA", "HFMA2", "HMMA", "DFMA"}
@@ -199,6 +216,10 @@ def _problems(kind, variant, r, facts, threshold=0):
         if not it:
             return ["no atomic counter: no block can tell when the other splits' partial tiles are written, "
                     "so the partials are never added (or added before they exist)"]
+        after = facts.get("after_counter", Counter())
+        if not after["LDG"] or not after["FADD"]:
+            return ["after the arrival counter no partial tile is read (LDG) and added (FADD): the block that "
+                    "arrives last never sums the splits"]
         return []
     if kind == "cp-async-fence":          # fences.py
         return facts["fence_problems"]

@@ -24,8 +24,8 @@ What is graded, and why each check can see its mistake:
           same run (the reference measured 101.8 % on the H200, README; one 16-byte load in flight per
           thread is an eighth of the reference's bytes in flight, and Little's law says the bandwidth
           follows: far below 75 %).
-  splits  ordered-reduce (static): no floating-point atomics (RED.E.ADD.F32...) and an integer atomic
-          (the arrival counter) in the SASS. correct (GPU): SPLIT_SHAPES, each with 1 to 16 splits by the
+  splits  ordered-reduce (static): no floating-point atomics (RED.E.ADD.F32...), an integer atomic
+          (the arrival counter) in the SASS, and after it loads (LDG) and adds (FADD) of the partials. correct (GPU): SPLIT_SHAPES, each with 1 to 16 splits by the
           row's one-wave rule. bitwise (GPU): 16 x 1024 x 16384 (16 tiles, 8 splits on 132 SMs), the
           same inputs 20 times: every run the same bits, and the reference's bits (the spec fixes the
           order: split 0, 1, 2, ...). With 8 splits the order matters (with 2, a + b = b + a).

@@ -256,3 +256,26 @@ def test_the_gpu_path_of_the_kernel_parts_on_a_simulated_gpu(graded, tmp_path, m
         assert c.status == grader.FAIL and words in c.reason, (job.name, c.reason, r.lost_lines())
         w = next(w for w in G.wrong if w.name == Path(job.name).stem)
         assert {x.check for x in r.lost()} >= set(w.lose_here) | set(w.lose_on_gpu), (job.name, r.lost_lines())
+
+
+def test_ordered_reduce_needs_the_partials_read_and_added_after_the_counter():
+    """A red-team review earned `ordered` with `if (tid == 0) atomicAdd(counter, 1u); return;` in place
+    of the reduction: an integer atomic and no float atomic, but nothing after it. The check now reads
+    what follows the counter in SASS: the last block's loads and adds of the partial tiles."""
+    from collections import Counter
+    from common.grading import static
+    ref = ["/*0100*/ HMMA.16816.F32 R4, R8, R12, R4 ;", "/*0200*/ @P2 ATOMG.E.ADD.STRONG.GPU PT, R14, desc[UR8][R6.64], R11 ;",
+           "/*0210*/ LDG.E.128.STRONG.GPU R20, desc[UR8][R2.64] ;", "/*0220*/ FADD R4, R4, R20 ;",
+           "/*0230*/ STG.E.128 desc[UR8][R8.64], R4 ;", "/*0240*/ EXIT ;"]
+    stub = ref[:2] + ["/*0210*/ EXIT ;"]
+    float_first = ["/*0100*/ RED.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR8][R2.64], R5 ;"] + ref[1:]
+    assert static.after_counter(ref) == Counter({"LDG": 1, "FADD": 1, "STG": 1, "EXIT": 1})
+    assert static.after_counter(stub) == Counter({"EXIT": 1})
+    assert static.after_counter(float_first)["LDG"] == 1           # the first INTEGER atomic counts
+    assert static.after_counter(ref[:1]) == Counter()
+    def facts(listing):
+        return {"families": {}, "fp16": Counter(), "after_counter": static.after_counter(listing),
+                "opcodes": Counter(l.split()[1] if not l.split()[1].startswith("@") else l.split()[2] for l in listing)}
+    assert static._problems("ordered-reduce", "", None, facts(ref)) == []
+    problems = static._problems("ordered-reduce", "", None, facts(stub))
+    assert problems and "never sums the splits" in problems[0]
