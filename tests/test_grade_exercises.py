@@ -414,3 +414,16 @@ def test_no_committed_grading_record_holds_the_key():
     for path in records:
         clear = [(k, v) for k, v in rows(json.loads(path.read_text())) if v not in (None, grader.HIDDEN)]
         assert not clear, f"{path.name}: {clear[:3]}"
+
+
+def test_a_compile_error_inside_a_library_header_names_the_students_line():
+    """Lab 7b's known-wrong c5_perm_not_one_to_one fails in a CuTe static_assert: the reason used to begin
+    with the header's whole path; it now names the header and the line of the student's file nvcc gives."""
+    message = ('nvcc failed on c5_wide_epilogue.cu for sm_90:\n'
+               '/opt/x/cutlass/include/cute/layout.hpp(1234): error: static assertion failed with "Non-injective"\n'
+               '          detected during:\n'
+               '            instantiation of "auto cute::complement(...)" at line 88 of /tmp/ws/c5_wide_epilogue.cu')
+    assert static._error_line(message, "/tmp/ws/c5_wide_epilogue.cu") == (
+        'layout.hpp(1234): error: static assertion failed with "Non-injective" (from line 88 of c5_wide_epilogue.cu)')
+    assert static._error_line("nvcc failed\n/tmp/ws/v4.cu(82): error: expected a \";\"", "/tmp/ws/v4.cu") == \
+        'v4.cu(82): error: expected a ";"'

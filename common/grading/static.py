@@ -82,10 +82,18 @@ class Compiled:
 
 
 def _error_line(message, source):
+    """nvcc's first error, paths shortened to file names; for an error inside a library header (a CuTe
+    static_assert), the line of the student's file that led there, when nvcc names it."""
     lines = [l.strip() for l in message.splitlines()]
     errs = [l for l in lines if re.search(r"\berror\b", l, re.I) and not l.startswith("nvcc failed")]
     line = errs[0] if errs else (lines[1] if len(lines) > 1 else lines[0])
-    return line.replace(str(Path(source).parent) + "/", "")
+    line = re.sub(r"(?:/[^\s/():\"]+)+/([^\s/():\"]+)", r"\1", line)
+    name = Path(source).name
+    if name not in line:
+        at = re.search(rf"at line (\d+) of [^\s]*{re.escape(name)}", message)
+        if at:
+            line += f" (from line {at.group(1)} of {name})"
+    return line
 
 
 def compile_student(lab, part, source, arch, build_dir, headers=()):
