@@ -197,13 +197,16 @@ def test_atomics_tell_float_from_integer():
     assert it == Counter({"ATOMG.E.ADD.STRONG.GPU": 1, "RED.E.ADD.STRONG.GPU": 1})
 
 
-def _facts(opcodes, in_flight=0):
-    return {"families": Counter(), "fp16": Counter(), "opcodes": Counter(opcodes), "bytes_in_flight": in_flight}
+def _facts(opcodes, in_flight=0, after_counter=None):
+    return {"families": Counter(), "fp16": Counter(), "opcodes": Counter(opcodes), "bytes_in_flight": in_flight,
+            "after_counter": Counter(after_counter if after_counter is not None else {"LDG": 2, "FADD": 4})}
 
 
 def test_ordered_reduce_problems():
     kind = "ordered-reduce"
     assert static._problems(kind, "vec", {}, _facts({"ATOMG.E.ADD.STRONG.GPU": 1})) == []
+    (p,) = static._problems(kind, "vec", {}, _facts({"ATOMG.E.ADD.STRONG.GPU": 1}, after_counter={"EXIT": 1}))
+    assert "never sums the splits" in p
     (p,) = static._problems(kind, "vec", {}, _facts({"ATOMG.E.ADD.STRONG.GPU": 1, "RED.E.ADD.F32.FTZ.RN.STRONG.GPU": 1}))
     assert "floating-point atomics" in p and "run to run" in p
     (p,) = static._problems(kind, "vec", {}, _facts({"FFMA": 3}))

@@ -184,8 +184,10 @@ WRONG = [
           lose_here=(), lose_on_gpu=("correct", "fast"), reason="wrong element", max_diff_lines=1),
     Wrong("t2_a_fragments_same_rows.patch", "t2", "every A fragment from the warp's first 16 rows",
           lose_here=(), lose_on_gpu=("correct", "fast"), reason="wrong element", max_diff_lines=1),
+    # kk columns right runs past the columns the tile's copy wrote: what is there decides the symptom, wrong
+    # values or NaN (seen both ways on the H200: sm_90 code, and sm_75 code through the JIT)
     Wrong("t2_b_k_offset_as_column.patch", "t2", "the B fragment of step kk taken kk columns right, not kk rows down",
-          lose_here=(), lose_on_gpu=("correct", "fast"), reason="wrong element", max_diff_lines=1),
+          lose_here=(), lose_on_gpu=("correct", "fast"), reason="wrong element | NaN at", max_diff_lines=1),
     Wrong("t2_a_from_global.patch", "t2", "A fragments loaded from global memory, not from the shared tile",
           lose_here=(), lose_on_gpu=("correct", "fast"), reason="for shape", max_diff_lines=1),
     Wrong("t3_waits_for_too_few.patch", "t3", "__pipeline_wait_prior(STAGES): tile t read before it has landed",
