@@ -23,7 +23,8 @@ writes, fractions included); every idea must be named. The question's own text m
 them (Grading checks it), so pasting the question never passes; `why_min_words` different words
 stop a bare or repeated list of keywords, and a reason that names FOREIGN_IDEAS key ideas of the
 lab's other questions is refused as a list of terms (named by a word, or by a number that is not a
-power of two: 4 bytes and 32 lanes are in every reason about a GPU). A miss never says how many ideas were named.
+power of two: 4 bytes and 32 lanes are in every reason about a GPU). A miss never says how many ideas
+were named.
 `why_model` is the reference's reason (the reference workspace's answers.toml).
 
 Computed predictions. A Prediction with `expected` is graded against that function of the course's
