@@ -54,22 +54,19 @@ labs:
 
 # labs built at once by make test (each one compiles on every core)
 BUILD_JOBS := 2
-# pytest on every core (pytest-xdist, in .venv): most of the time goes to nvcc, one process each; a test
-# file stays on one worker, so its fixtures are built once. JOBS=1 runs everything in one process.
-TEST_JOBS = $(if $(filter 1,$(JOBS)),,$(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo '-n $(or $(JOBS),auto) --dist loadfile'))
 
-# Quiet by default: a line per lab for its build, a line per lab for its tests, pytest's summary; a
-# failure is printed in full (a failed build's output, a failed test's traceback), and so is a build
-# that spills. V=1: every build's register table, pytest's progress and every skip with its reason.
-# The labs build side by side (one lab's last slow compile no longer leaves the other cores idle); a
-# failed build stops make test before pytest.
-QUIET_PYTEST := -q -rfE -o console_output_style=classic -p common.pytest_summary
+# Quiet by default: a line per lab for its build, then mk/tests.mk's quiet pytest; a failed build is
+# printed in full, and so is a build that spills. V=1: every build's register table, pytest's progress
+# and every skip with its reason. The labs build side by side (one lab's last slow compile no longer
+# leaves the other cores idle); a failed build stops make test before pytest.
+include mk/tests.mk
+TEST_PATHS = $(if $(LAB),$(addsuffix /tests,$(LABS)),tests labs)
 test: $(SETUP)
 	@printf '%s\n' $(LABS) | xargs -P $(BUILD_JOBS) -I{} sh -c \
 	  'out=$$($(MAKE) --no-print-directory -C {} build 2>&1); s=$$?; \
 	   if [ $$s -ne 0 ] || [ -n "$(V)" ] || printf "%s" "$$out" | grep -q SPILLS; then printf "== {}: make build\n%s\n" "$$out"; fi; \
 	   if [ $$s -eq 0 ]; then echo "built {}"; else echo "make build failed in {}"; fi; exit $$s' || exit 1
-	@$(PYTHON) -m pytest $(TEST_JOBS) $(if $(V),,$(QUIET_PYTEST)) $(if $(LAB),$(addsuffix /tests,$(LABS)),tests labs)
+	@$(call RUN_TESTS,$(TEST_PATHS))
 
 $(filter-out workspace,$(LAB_TARGETS)): $(SETUP)
 	@for d in $(call LABS_OF,$@); do echo "== $$d: make $@"; $(MAKE) --no-print-directory -C $$d $@ $(LAB_VARS) || exit 1; done

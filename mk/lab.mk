@@ -56,13 +56,11 @@ CLASS_FLAGS := $(if $(SUBMISSIONS),--submissions $(abspath $(SUBMISSIONS))) $(if
 build:
 	@$(COURSE) build --lab $(LAB_DIR) $(ARCH_FLAG)
 
-# every core (pytest-xdist), a test file per worker; JOBS=1: one process
-TEST_JOBS = $(if $(filter 1,$(JOBS)),,$(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo '-n $(or $(JOBS),auto) --dist loadfile'))
+# make test: mk/tests.mk's two quiet pytest runs over this lab's tests/
+include $(COURSE_ROOT)/mk/tests.mk
 
-# quiet as the top's make test (common/pytest_summary.py): V=1 every test and skip, pytest's own way
 test: build
-	@cd $(COURSE_ROOT) && $(PYTHON) -m pytest $(TEST_JOBS) \
-	  $(if $(V),,-q -rfE -o console_output_style=classic -p common.pytest_summary) $(LAB_DIR)/tests
+	@cd $(COURSE_ROOT) && $(call RUN_TESTS,$(LAB_DIR)/tests)
 
 bench:
 	@$(COURSE) bench --lab $(LAB_DIR) $(if $(SIZES),--sizes $(SIZES)) $(if $(LADDER),--ladder $(LADDER)) \

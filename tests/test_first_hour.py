@@ -35,6 +35,8 @@ if [ "$2" = common ]; then
   esac
 elif [ "$2" = pytest ]; then
   echo "pytest was given: $*"
+  echo "GRADE_GPU_LOCK=${GRADE_GPU_LOCK:-unset} $([ -f "${GRADE_GPU_LOCK:-/nonexistent}" ] && echo a-file)" >> "$FAKE_LOG"
+  case "$*" in *"not gpu_timed"*) exit ${FAKE_UNTIMED_STATUS:-0};; *gpu_timed*) exit ${FAKE_TIMED_STATUS:-0};; esac
 fi
 """
 
@@ -45,7 +47,8 @@ def course(tmp_path):
     root = tmp_path / "course"
     (root / "mk").mkdir(parents=True)
     shutil.copy(ROOT / "Makefile", root / "Makefile")
-    shutil.copy(ROOT / "mk" / "lab.mk", root / "mk" / "lab.mk")
+    for mk in ("lab.mk", "tests.mk"):
+        shutil.copy(ROOT / "mk" / mk, root / "mk" / mk)
     for name, graded in (("lab01-alpha", True), ("lab02-beta", False)):
         lab = root / "labs" / name
         (lab / "build").mkdir(parents=True)
@@ -60,8 +63,8 @@ def course(tmp_path):
     python.chmod(0o755)
     log = tmp_path / "python.log"
 
-    def make(*args, cwd=root):
-        env = {**os.environ, "FAKE_LOG": str(log)}
+    def make(*args, cwd=root, env=None):
+        env = {**os.environ, "FAKE_LOG": str(log), **(env or {})}
         env.pop("MAKEFLAGS", None)
         p = subprocess.run(["make", "--no-print-directory", f"PYTHON={python}", *args], cwd=cwd, env=env,
                            capture_output=True, text=True, timeout=60)
@@ -139,6 +142,43 @@ def test_make_test_is_quiet_a_line_per_lab_and_the_details_on_request(course):
     status, out = course.make("-C", "labs/lab01-alpha", "test")          # a lab's own make test: as quiet
     assert status == 0, out
     assert "-p common.pytest_summary" in [c for c in course.calls() if c.startswith("-m pytest")][-1]
+
+
+@needs_make
+@pytest.mark.parametrize("where", ["top", "lab"])
+def test_make_test_times_kernels_after_the_other_tests_holding_the_gpu_lock(course, where):
+    """Two pytest runs: all but gpu_timed, then gpu_timed with GRADE_GPU_LOCK naming a file (the labs'
+    self-tests take turns on the GPU). A failure in either fails make test; the second runs anyway;
+    "no test selected" (5) in the second is no failure."""
+    def run(untimed=0, timed=0):
+        course.log.unlink(missing_ok=True)
+        args = ("-C", "labs/lab01-alpha", "test") if where == "lab" else ("test",)
+        status, out = course.make(*args, env={"FAKE_UNTIMED_STATUS": str(untimed), "FAKE_TIMED_STATUS": str(timed)})
+        calls = course.calls()
+        runs = [i for i, c in enumerate(calls) if c.startswith("-m pytest")]
+        return status, out, [(calls[i], calls[i + 1]) for i in runs]
+    status, out, runs = run()
+    assert status == 0, out
+    assert len(runs) == 2, runs
+    (first, lock1), (second, lock2) = runs
+    assert "-m not gpu_timed" in first and lock1.startswith("GRADE_GPU_LOCK=unset")
+    assert "-m gpu_timed" in second and lock2.endswith(" a-file"), lock2
+    assert "one lab's GPU phase at a time" in out
+    assert run(untimed=1)[0] != 0 and len(run(untimed=1)[2]) == 2     # the timed tests run after a failure too
+    assert run(timed=1)[0] != 0
+    assert run(timed=5)[0] == 0                                         # none selected: a lab without exercises
+
+
+def test_the_tests_marked_gpu_timed_are_the_graders_gpu_suites():
+    """What make test runs second, alone on the GPU, is exactly each graded lab's test_grading_gpu.py
+    (gpu_suite's pytestmark, taken by `import *`): none lost to neither run, none timed beside others."""
+    p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "gpu_timed",
+                        "-p", "no:cacheprovider", "tests", "labs"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0, p.stdout + p.stderr
+    files = {line.split("::")[0] for line in p.stdout.splitlines() if "::" in line}
+    graded = {f"labs/{d.name}/tests/test_grading_gpu.py" for d in all_lab_dirs() if (d / "grading" / "parts.py").exists()}
+    assert files == graded
 
 
 @needs_make

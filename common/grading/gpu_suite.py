@@ -11,6 +11,11 @@ and they bind to the lab that holds that file. One batch per lab, as `make grade
     WRONG row names, the first of them for the reason it names, and so scores below the part's maximum;
   - the self-test's own expectations hold (selftest.expectations: nothing unexpected).
 The JSON of the batch goes to the lab's reports/grade/selftest_gpu.json.
+
+They time kernels (the "fast" and "bandwidth" checks compare the student's kernel with the reference
+in one run), so they are marked gpu_timed: `make test` runs them after every other test, with
+GRADE_GPU_LOCK set, so that one lab's GPU phase runs at a time and nothing else shares the GPU with it
+(on the H200, 16 pytest workers beside lab 7a's selftest timed its reference at 125 % of itself).
 """
 import pytest
 
@@ -18,6 +23,7 @@ from . import grader, selftest
 from .spec import Grading
 from ..testing import GPU_OK, GPU_TEXT, lab_of
 
+pytestmark = pytest.mark.gpu_timed      # a lab's `import *` takes the mark with the tests
 _RUNS = {}
 
 
