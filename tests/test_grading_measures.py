@@ -33,6 +33,11 @@ def test_bandwidth_at_the_threshold_passes_and_below_it_names_the_numbers():
     assert status == grader.FAIL and details["pct_of_copy"] == 31.0
     assert "31 % of the copy bandwidth at 1x8192x8192" in reason and "75 % needed" in reason
     assert "in flight" in reason
+    assert "SM clock not sampled" in reason                   # a GPU that ran slow says so itself
+    clock = {"median_mhz": 1035.0, "min_mhz": 990.0, "max_mhz": 1980.0, "samples": 9}
+    b = _bw(31.0)
+    b["bandwidth"]["sm_clock"] = clock
+    assert "SM clock 1035 MHz (990-1980)" in measures.bandwidth_verdict(b, BW)[1]
 
 
 def test_bandwidth_not_measured_or_failed_is_a_loss_with_its_reason():
@@ -240,4 +245,5 @@ def test_worker_bandwidth_counts_a_b_and_c_against_the_copys_read_and_write(monk
         res = measures.measure_bandwidth(cuda, lambda shape: prob, None, (1, 1024, 1024), None)
         assert res["bytes"] == 4096 + 4 * 1024 * 1024 + 4096
         assert res["pct_of_copy"] == pytest.approx(pct)
+        assert res["sm_clock"] is None and res["sm_clock_why"]     # no nvidia-smi here, or no such GPU: said why
     assert syncs, "the kernel ran back to back (the clock's ramp) before it was timed"

@@ -20,6 +20,8 @@ bits, and the reference kernel's bits (the spec fixes the order of the additions
 is the only right set of bits). A reduction that adds in the order blocks arrive changes its low
 bits between runs; one that adds in a fixed but other order gives other bits every time.
 """
+from common import clocks
+
 PASS, FAIL = "pass", "fail"      # grader.PASS, grader.FAIL (this module imports neither grader nor gpu)
 BITWISE_RUNS = 20
 
@@ -57,8 +59,10 @@ def measure_bandwidth(cuda, problem, func, shape, flusher, budget_s=0.25):
     src, dst = cuda.mem_alloc(nbytes), cuda.mem_alloc(nbytes)
     try:
         _raise_the_clock(cuda, lambda: prob.launch(func))
-        ts = time_interleaved({"kernel": lambda: prob.launch(func),
-                               "copy": lambda: cuda.memcpy_dtod_async(dst, src, nbytes)}, flusher, budget_s=2 * budget_s)
+        with clocks.ClockSampler(_bus_id(cuda), interval_ms=20) as sampler:   # a verdict says the clock it ran at
+            ts = time_interleaved({"kernel": lambda: prob.launch(func),
+                                   "copy": lambda: cuda.memcpy_dtod_async(dst, src, nbytes)}, flusher,
+                                  budget_s=2 * budget_s)
         kernel_ms = max(float(np.median(ts["kernel"].times_ms)), 1e-6)
         copy_ms = max(float(np.median(ts["copy"].times_ms)), 1e-6)
     finally:
@@ -68,7 +72,16 @@ def measure_bandwidth(cuda, problem, func, shape, flusher, budget_s=0.25):
     student_gbs = nbytes / kernel_ms / 1e6
     copy_gbs = 2 * nbytes / copy_ms / 1e6
     return {"shape": list(shape), "bytes": nbytes, "student_ms": kernel_ms, "copy_ms": copy_ms,
-            "student_gbs": student_gbs, "copy_gbs": copy_gbs, "pct_of_copy": 100.0 * student_gbs / copy_gbs}
+            "student_gbs": student_gbs, "copy_gbs": copy_gbs, "pct_of_copy": 100.0 * student_gbs / copy_gbs,
+            "sm_clock": clocks.summary(sampler.samples), "sm_clock_why": sampler.why}
+
+
+def _bus_id(cuda):
+    """The PCI bus id of the current context's GPU (nvidia-smi's --id), or None (the first GPU)."""
+    try:
+        return cuda.Context.get_device().pci_bus_id()
+    except Exception:                     # a simulated GPU, or a driver without the call
+        return None
 
 
 def measure_bitwise(problem, func, ref_func, shape, runs=BITWISE_RUNS):
@@ -147,7 +160,8 @@ def bandwidth_verdict(res, check):
     ok = b["pct_of_copy"] >= check.threshold
     reason = "" if ok else (f"{b['pct_of_copy']:.0f} % of the copy bandwidth at {_shape_text(b)} "
                             f"({b['student_gbs']:.0f} GB/s against a device copy's {b['copy_gbs']:.0f} GB/s, "
-                            f"same GPU, same run; {check.threshold:g} % needed): too few bytes in flight?")
+                            f"same GPU, same run, SM clock {clocks.clock_text(b.get('sm_clock'))}; "
+                            f"{check.threshold:g} % needed): too few bytes in flight?")
     return (PASS if ok else FAIL), reason, b
 
 
