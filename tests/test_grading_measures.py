@@ -247,3 +247,16 @@ def test_worker_bandwidth_counts_a_b_and_c_against_the_copys_read_and_write(monk
         assert res["pct_of_copy"] == pytest.approx(pct)
         assert res["sm_clock"] is None and res["sm_clock_why"]     # no nvidia-smi here, or no such GPU: said why
     assert syncs, "the kernel ran back to back (the clock's ramp) before it was timed"
+    launched, copied = [], []
+    prob.launch = lambda f: launched.append(f)
+    cuda.memcpy_dtod_async = lambda d, s, n: copied.append(n)
+
+    def one_repetition(runs, flusher, budget_s):
+        launched.clear()
+        for run in runs.values():
+            run()
+        return {"kernel": SimpleNamespace(times_ms=[8.0]), "copy": SimpleNamespace(times_ms=[16.0])}
+    monkeypatch.setattr(timing, "time_interleaved", one_repetition)
+    res = measures.measure_bandwidth(cuda, lambda shape: prob, "f", (1, 1024, 1024), None)
+    assert len(launched) == len(copied) == measures.BANDWIDTH_BATCH == res["batch"]   # a batch per repetition
+    assert res["student_ms"] == 8.0 / res["batch"] and res["copy_ms"] == 16.0 / res["batch"]
