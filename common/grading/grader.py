@@ -354,6 +354,17 @@ def grade_many(g, jobs, env, progress=True):
                                            build_dir_for(g, src), g.headers)
                    for ji, name, src in tasks}
         compiled = {key: f.result() for key, f in futures.items()}
+    # 1b. the host probes (hostprobe.py), all at once: each is an nvcc run of a few seconds (lab 7b's
+    # include CuTe), and one after the other they took 236 s of lab 7b's selftest on the H200
+    probes = [(key, chk) for key, c in compiled.items() if c.ok for chk in g.part(key[1]).checks if chk.kind == "probe"]
+    probed = {}
+    if probes:
+        from . import hostprobe
+        _say(progress, f"running {len(probes)} host probe(s)")
+        with timed(env, "host probes"), ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            futures = {(key, chk.name): pool.submit(hostprobe.run, g, g.part(key[1]), chk, compiled[key])
+                       for key, chk in probes}
+            probed = {k: f.result() for k, f in futures.items()}
     # 2. SASS. A part whose kernel loses its idea on this architecture (Kernel.arch_notes: t3 has no
     # cp.async on sm_75) is read in the SASS of the oldest newer one that keeps it; it runs on this one.
     facts, sass_error = {}, ""
@@ -414,7 +425,8 @@ def grade_many(g, jobs, env, progress=True):
                     key = (ji, name)
                     c = compiled.get(key) or static.Compiled(name, Path(job.sources.get(name, "?")),
                                                              error=f"no source file for {name}")
-                    pr = _code_part(g, part, c, facts.get(key), sass_error, gpu_results.get(key), races.get(key), env)
+                    pr = _code_part(g, part, c, facts.get(key), sass_error, gpu_results.get(key), races.get(key), env,
+                                    {chk: v for (k, chk), v in probed.items() if k == key})
                 parts_out.append(pr)
             meta = {"lab": lab.short, "lab_title": lab.title.split(":")[0], "workspace": job.name, "what": job.name,
                     "gpu": env.gpu, "gpu_text": env.gpu_text, "arch": env.arch, "seed": env.seed,
@@ -488,7 +500,8 @@ def _fast(res, speed_pct):
     return (PASS if ok else FAIL), reason, t
 
 
-def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env):
+def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env, probed=None):
+    """One part's checks from what the batch found (probed: {probe check: (ok, reason)}, run already)."""
     raw = {}
     for c in part.checks:
         if not compiled.ok:
@@ -510,7 +523,7 @@ def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env):
             raw[c.name] = (status, reason, {})
         elif c.kind == "probe":           # hostprobe.py: the lab's host program around the student's file
             from . import hostprobe
-            ok, reason = hostprobe.run(g, part, c, compiled)
+            ok, reason = (probed or {}).get(c.name) or hostprobe.run(g, part, c, compiled)
             raw[c.name] = (PASS if ok else FAIL, reason, {})
         elif facts is None:
             raw[c.name] = (SKIPPED, f"SASS not read: {sass_error}", {})

@@ -10,7 +10,9 @@ given (the grader's student kernel), not the row's own.
 Slow (nvcc: 16 sm_90a kernels and their probes, several minutes on two cores): one no-GPU self-test
 batch as `make grade-selftest NOGPU=1` runs it.
 """
+import contextlib
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -387,13 +389,49 @@ def graded(tmp_path_factory):
     g = Grading(LAB)
     g.build_dir = root / "build"
     env = grader.environment(g, gpu=False, arch=ARCH, seed=12345, work=root / "work")
-    reports = grader.grade_many(g, selftest.jobs(g, root / "ws"), env, progress=False)
+    with _probes_watched() as probes:
+        reports = grader.grade_many(g, selftest.jobs(g, root / "ws"), env, progress=False)
+    env.probes_at_once = probes["most"]
     return g, reports, env
+
+
+@contextlib.contextmanager
+def _probes_watched():
+    """hostprobe.run counted while it runs: the most calls in flight at once. The first call waits (up
+    to 60 s) for a second to start, so probes run one after the other show as 1."""
+    from common.grading import hostprobe
+    real, seen, lock, second = hostprobe.run, {"now": 0, "most": 0, "calls": 0}, threading.Lock(), threading.Event()
+
+    def run(*args):
+        with lock:
+            seen["now"] += 1
+            seen["calls"] += 1
+            seen["most"] = max(seen["most"], seen["now"])
+            first = seen["calls"] == 1
+        if not first:
+            second.set()
+        elif not second.wait(60):
+            pass
+        try:
+            return real(*args)
+        finally:
+            with lock:
+                seen["now"] -= 1
+    hostprobe.run = run
+    try:
+        yield seen
+    finally:
+        hostprobe.run = real
 
 
 def test_the_selftest_expectations_hold_without_a_gpu(graded):
     g, reports, env = graded
     assert selftest.expectations(g, reports, env) == []
+
+
+def test_the_host_probes_of_a_batch_run_side_by_side(graded):
+    """Each probe is an nvcc run; one after the other they took 236 s of lab 7b's selftest on the H200."""
+    assert graded[2].probes_at_once >= 2
 
 
 def test_the_reference_gets_every_static_point_and_the_gpu_checks_wait(graded):
