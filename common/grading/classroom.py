@@ -156,7 +156,10 @@ def visible_gpus():
 def prebuild(g, plan, gpus):
     """With a GPU, the reference kernels of the graded parts are built here, once, before any
     worker runs: workers then find them up to date (under bwrap they could not write them), and
-    parallel workers or Slurm tasks never build the same cubin at once (a lock file serializes it)."""
+    parallel workers or Slurm tasks never build the same cubin at once (a lock file serializes it).
+    A rules part's kernels too (rules.kernels: every family it may launch): on the H200 lab 7d's
+    class built splitk_fp32 inside a worker, and the four submissions graded then were told they
+    wrote outside their folders."""
     if plan.no_gpu or not gpus:
         return
     import fcntl
@@ -166,11 +169,15 @@ def prebuild(g, plan, gpus):
         return
     wanted = set(plan.parts or [p.name for p in g.parts])
     kernels = sorted({p.kernel for p in g.code_parts if p.name in wanted and p.kernel})   # rules parts have none
+    rows = [g.lab.kernel(k) for k in kernels]
+    if any(p.rules for p in g.parts if p.name in wanted):
+        from . import rules
+        rows += [k for k in rules.kernels(g) if getattr(k, "base_name", k.name) not in kernels]
     lock = plan.out_dir / ".build.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
-        g.lab.build([g.lab.kernel(k) for k in kernels], [arch])
+        g.lab.build(rows, [arch])
 
 
 # ---------------------------------------------------------------------------------------------

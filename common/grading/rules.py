@@ -258,6 +258,18 @@ def _spec(g):
             "split_max": getattr(d, "RULES_SPLIT_MAX", None), "with_splits": tuple(getattr(d, "RULES_WITH_SPLITS", ()))}
 
 
+def kernels(g):
+    """Every kernel a rules part of lab `g` may launch, one row per cubin (base_name: a row with its
+    splits fixed shares its kernel's cubin): each family's with one split and with two. grade-class
+    builds them before its workers run (a cubin a worker builds is laid at its door)."""
+    out = {}
+    for family in _spec(g)["families"].values():
+        for splits in (1, 2):
+            k = family(splits)
+            out.setdefault(getattr(k, "base_name", k.name), k)
+    return list(out.values())
+
+
 def sane_verdict(rules, shapes, spec, sms):
     """(status, reason, details): every hidden shape has a plan, and every property of RULES_SANE holds."""
     bad = []
