@@ -25,7 +25,7 @@ How each idea is graded:
               for a set of addresses and panel sizes; probes.py decodes the fields (start, LBO, SBO,
               base offset, swizzle mode) and names the field that is wrong and what it holds.
               GPU: correct (a wrong field reads the wrong shared-memory bytes: wrong on every shape).
-  expect_tx   "tx" (probe): probes/tx.cu prints TX_BYTES for three tile shapes; it must equal the
+  expect_tx   "tx" (probe): probes/tx.cu prints TX_BYTES for every tile the kernel allows; it must equal the
               bytes the stage's TMA boxes write (one A box, BN / 64 B panels, FP16). Fewer: the phase
               completes before the data has landed; more: it never completes, a hang.
   parity      "parity" (probe): probes/parity_*.cu print full_parity(t) (and empty_parity(t)) for
@@ -87,7 +87,7 @@ PARTS = [
                  *_gpu("desc"))),
     Part("h2", "h2: the TMA expect_tx byte count and the FULL barrier's phase parity", kernel="h2",
          regions=("h2-tx", "h2-parity"),
-         checks=(Check("tx", 2, "TX_BYTES equals the bytes a stage's TMA loads write, at three tile shapes", "probe"),
+         checks=(Check("tx", 2, "TX_BYTES equals the bytes a stage's TMA loads write, at every tile the kernel allows", "probe"),
                  Check("parity", 1, "full_parity(t), run through the pipeline model at STAGES = 4 and 3: no wait "
                                     "returns before its fill lands", "probe"),
                  *_gpu("tx"))),
@@ -95,7 +95,7 @@ PARTS = [
          regions=("h3-tx", "h3-parity"),
          checks=(Check("parity", 2, "full_parity(t) and empty_parity(t), run through the pipeline model at "
                                     "STAGES = 4 and 3: no early return, no hang", "probe"),
-                 Check("tx", 1, "TX_BYTES (your h2 answer) at three tile shapes", "probe"),
+                 Check("tx", 1, "TX_BYTES (your h2 answer) at every tile h3 allows", "probe"),
                  *_gpu("parity"))),
 ]
 

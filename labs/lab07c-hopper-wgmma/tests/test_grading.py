@@ -188,6 +188,35 @@ def test_the_bytes_of_every_box_pass():
     assert PROBES.tx_bytes(128, 128, 64) == 32768
 
 
+@pytest.mark.parametrize("kernel", sorted(PROBES.TX_TILES))
+def test_the_tx_probe_builds_exactly_the_tiles_the_kernel_allows(kernel, tmp_path):
+    """TX_TILES against the kernel's own rule: of every BM in 64..256 and wgmma N, the tiles whose probe
+    compiles with the reference file (its static_asserts) are the ones listed, no more, no fewer."""
+    from concurrent.futures import ThreadPoolExecutor
+    from common.build import find_nvcc
+    from common.grading import hostprobe
+    try:
+        find_nvcc()
+    except CourseError as e:
+        pytest.skip(e.message)
+    row = LAB.kernel(kernel)
+    program = G.dir / "probes" / "tx.cu"
+    includes = [LAB.kernels_dir, *LAB._include_dirs(row)]
+
+    def compiles(tile):
+        bm, bn = tile
+        try:
+            hostprobe.build(program, LAB.kernels_dir / row.source, tmp_path / f"tx-{bm}-{bn}", {"BM": bm, "BN": bn},
+                            [f for f in row.nvcc_flags if f.startswith("-std")], includes)
+            return True
+        except CourseError:
+            return False
+    candidates = [(bm, bn) for bm in (64, 128, 192, 256) for bn in (64, 128, 256)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        allowed = [tile for tile, ok in zip(candidates, pool.map(compiles, candidates)) if ok]
+    assert allowed == PROBES.TX_TILES[kernel]
+
+
 def test_elements_instead_of_bytes_is_half_everywhere():
     ok, reason = _tx(lambda bm, bn, bk: bm * bk + bk * bn)
     assert not ok and "exactly half" in reason

@@ -1,5 +1,5 @@
 // tx.cu -- the grader's probe of a stage's expect_tx count: the student's TX_BYTES (h2 or h3) printed
-// with the tile it was built for (-DBM=..., -DBN=...: grading/probes.py builds three tiles and judges).
+// with the tile it was built for (-DBM=..., -DBN=...: grading/probes.py builds every tile the kernel allows and judges).
 //
 //   nvcc -std=c++17 -I<kernels> -DPROBE_KERNEL='"h2_tma_mbarrier.cu"' [-DBN=64] -o probe tx.cu
 //
