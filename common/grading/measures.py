@@ -36,10 +36,10 @@ BANDWIDTH_BATCH = 8   # launches (and copies) per timed repetition of the bandwi
 
 def _raise_the_clock(cuda, run, seconds=None):
     """An idle GPU's SM clock is low (the H200 idles at 345 MHz) and takes a few hundred milliseconds of
-    work to rise. A memory-bound kernel issued at that clock cannot keep HBM busy while the copy it is
-    compared with (the copy engine) can: on the H200 the reference GEMV measured 31 % of the copy in a
-    selftest run from idle, and passed the 75 % bar in a run under load. So the kernel runs back to back
-    for `seconds` before the interleaved timing (whose two warm-up rounds take microseconds)."""
+    work to rise; a memory-bound kernel issued at that clock cannot keep HBM busy while the copy it is
+    compared with (the copy engine) can. So the kernel runs back to back for `seconds` before the
+    interleaved timing (whose two warm-up rounds take microseconds). (The H200's 31 % of copy that
+    first looked like a slow clock was host stalls inside the events, at 1980 MHz: BANDWIDTH_BATCH.)"""
     import time
     t0 = time.perf_counter()
     seconds = CLOCK_RAMP_S if seconds is None else seconds
