@@ -234,7 +234,9 @@ def test_worker_bandwidth_counts_a_b_and_c_against_the_copys_read_and_write(monk
         def free(self):
             pass
     prob = SimpleNamespace(A=np.zeros((1, 1024), np.float32), B=np.zeros((1024, 1024), np.float32),
-                           launch=lambda f: None, free=lambda: None)
+                           free=lambda: None)
+    prob.bound = lambda f: (lambda: prob.launch(f))       # gpu.Problem.bound: the launch set up once
+    prob.launch = lambda f: None
     syncs = []
     cuda = SimpleNamespace(mem_alloc=lambda n: Buf(), memcpy_dtod_async=lambda d, s, n: None,
                            Context=SimpleNamespace(synchronize=lambda: syncs.append(1)))

@@ -500,7 +500,7 @@ def _fast(res, speed_pct):
     return (PASS if ok else FAIL), reason, t
 
 
-def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env, probed=None):
+def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env, probed):
     """One part's checks from what the batch found (probed: {probe check: (ok, reason)}, run already)."""
     raw = {}
     for c in part.checks:
@@ -521,9 +521,8 @@ def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env, probed=
         elif c.kind == "race-free":
             status, reason = race or (FAIL, "racecheck did not run")
             raw[c.name] = (status, reason, {})
-        elif c.kind == "probe":           # hostprobe.py: the lab's host program around the student's file
-            from . import hostprobe
-            ok, reason = (probed or {}).get(c.name) or hostprobe.run(g, part, c, compiled)
+        elif c.kind == "probe":           # hostprobe.py, run for the whole batch in step 1b
+            ok, reason = probed[c.name]
             raw[c.name] = (PASS if ok else FAIL, reason, {})
         elif facts is None:
             raw[c.name] = (SKIPPED, f"SASS not read: {sass_error}", {})

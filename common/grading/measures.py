@@ -13,8 +13,9 @@ Parent side (grader.py; plain functions of those dicts, tested on synthetic ones
 
 bandwidth: the kernel's bytes (A and B read once, C written once) per second against a device-to-
 device copy of as many bytes (read + write counted), timed interleaved in the same process, L2 flushed
-before every repetition of BANDWIDTH_BATCH launches (or copies) back to back. A kernel that streams its operands as fast as memory allows sits near
-100 % (a little above: reads alone run faster than a read-write mix). threshold: the % needed.
+before every repetition of BANDWIDTH_BATCH launches (or copies) back to back. A kernel that streams
+its operands as fast as memory allows sits near 100 % (a little above: reads alone run faster than a
+read-write mix). threshold: the % needed.
 bitwise: the same inputs, `runs` launches, each on a C poisoned first; every run must give the same
 bits, and the reference kernel's bits (the spec fixes the order of the additions, so the reference
 is the only right set of bits). A reduction that adds in the order blocks arrive changes its low
@@ -58,9 +59,7 @@ def measure_bandwidth(cuda, problem, func, shape, flusher, budget_s=0.25):
     M, N, K = shape
     nbytes = int(prob.A.nbytes + prob.B.nbytes + M * N * 4)
     src, dst = cuda.mem_alloc(nbytes), cuda.mem_alloc(nbytes)
-    batch = BANDWIDTH_BATCH
-    launch = getattr(prob, "bound", None)
-    launch = launch(func) if launch else (lambda: prob.launch(func))
+    batch, launch = BANDWIDTH_BATCH, prob.bound(func)
 
     def kernels():
         for _ in range(batch):
