@@ -10,7 +10,8 @@ records): each such write is noted here, and the watcher excuses a change the jo
     note_temporary(path)  before a tool writes `path` as a scratch file that the course renames or
                           deletes (nvcc's -o target): a line with no digest
     digest(path)          the digest the journal uses (None for a file that cannot be read)
-    Journal()             the lines written since it was made: .read() takes in new lines;
+    Journal()             the lines written since it was made, and those of the LOOKBACK_S before (a
+                          build that began before a class noted its scratch file then): .read() takes in new lines;
                           .explains(path, digest) is True when a process that grades no submission
                           noted `path` with these bytes (or as a scratch file); a folder ("dir/") is
                           explained by such a note of a path inside it (the course notes a file
@@ -26,11 +27,18 @@ cannot write into the watched folders either.
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 JOURNAL = ROOT / "build" / "writes.jsonl"
 WORKER_VAR = "GRADE_WORKER"
+# A Journal made now also takes the lines of the last LOOKBACK_S (each line says when it was written):
+# an nvcc run that began before `make grade-class` noted its scratch file (-o target) before the class
+# watched, and its rename then showed as a removal nobody explained (CI, 2026-12-05). An nvcc run is
+# stopped after build.NVCC_TIMEOUT_S (900 s); LOOKBACK_BYTES bounds what is read of a long journal.
+LOOKBACK_S = 1200
+LOOKBACK_BYTES = 4 << 20
 
 
 def digest(path):
@@ -63,40 +71,49 @@ def _append(entry, journal=None):
 def note(path, journal=None):
     path = Path(path).resolve()
     _append({"path": str(path), "digest": digest(path), "pid": os.getpid(),
-             "worker": os.environ.get(WORKER_VAR) or None}, journal)
+             "worker": os.environ.get(WORKER_VAR) or None, "time": time.time()}, journal)
 
 
 def note_temporary(path, journal=None):
     _append({"path": str(Path(path).resolve()), "digest": None, "temporary": True, "pid": os.getpid(),
-             "worker": os.environ.get(WORKER_VAR) or None}, journal)
+             "worker": os.environ.get(WORKER_VAR) or None, "time": time.time()}, journal)
 
 
 class Journal:
-    """The journal's lines from the moment this object is made on."""
+    """The journal's lines from the moment this object is made on, and those of the LOOKBACK_S before."""
 
-    def __init__(self, journal=None):
+    def __init__(self, journal=None, lookback_s=LOOKBACK_S):
         self.path = Path(journal or JOURNAL)
         try:
             self.offset = self.path.stat().st_size
         except OSError:
             self.offset = 0
         self.entries = {}           # path -> set of digests (None: a scratch file) noted by non-workers
+        if self.offset and lookback_s > 0:
+            since, end = time.time() - lookback_s, self.offset
+            self.offset = max(0, end - LOOKBACK_BYTES)
+            self.read(since=since, until=end)
 
-    def read(self):
+    def read(self, since=None, until=None):
+        """Take in the whole lines from self.offset on (to `until`); with `since`, only lines written
+        since then (and a first line cut by a mid-line offset is dropped)."""
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.offset)
-                data = f.read()
+                data = f.read() if until is None else f.read(until - self.offset)
         except OSError:
             return
+        start = 0
+        if since is not None and self.offset:
+            start = data.find(b"\n") + 1          # a mid-line start: that line is not whole
         end = data.rfind(b"\n") + 1            # a line still being written waits for the next read
         self.offset += end
-        for line in data[:end].splitlines():
+        for line in data[start:end].splitlines():
             try:
                 e = json.loads(line)
             except ValueError:
                 continue
-            if e.get("worker"):
+            if e.get("worker") or (since is not None and not e.get("time", 0) >= since):
                 continue
             self.entries.setdefault(e.get("path"), set()).add(e.get("digest"))
 

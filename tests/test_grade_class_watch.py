@@ -143,6 +143,30 @@ def test_the_journal_reads_whole_lines_only_and_skips_workers(tmp_path):
     assert journal.explains(tmp_path / "b", "anything")
 
 
+def test_the_journal_takes_the_lines_of_the_minutes_before_it_was_made(tmp_path, monkeypatch):
+    """A build that began before the class noted its nvcc scratch file then: its rename, seen by the
+    class as a removal, is explained (CI caught it once). Lines older than LOOKBACK_S, a worker's lines
+    and a line cut by where the look back starts are not taken."""
+    import json as _json
+    import time as _time
+    j = tmp_path / "w.jsonl"
+    part, old, theirs = tmp_path / ".k.cubin.1.2.part", tmp_path / ".k.cubin.3.4.part", tmp_path / ".x.part"
+    writes.note_temporary(part, j)
+    with open(j, "a") as fh:
+        fh.write(_json.dumps({"path": str(old.resolve()), "digest": None, "worker": None,
+                              "time": _time.time() - writes.LOOKBACK_S - 60}) + "\n")
+    monkeypatch.setenv(writes.WORKER_VAR, "alice")
+    writes.note_temporary(theirs, j)
+    monkeypatch.delenv(writes.WORKER_VAR)
+    journal = writes.Journal(j)
+    assert journal.explains(part.resolve(), None)
+    assert not journal.explains(old.resolve(), None)
+    assert not journal.explains(theirs.resolve(), None)
+    assert not writes.Journal(j, lookback_s=0).explains(part.resolve(), None)
+    monkeypatch.setattr(writes, "LOOKBACK_BYTES", j.stat().st_size - 10)     # starts inside the first line
+    assert not writes.Journal(j).explains(part.resolve(), None)
+
+
 def test_a_concurrent_build_of_the_graded_lab_accuses_no_student(small_class, grade_class_tools, tmp_path):
     """A class graded (NOGPU, one worker at a time) while the course's build compiles kernels into the
     same lab's build/ folder the whole time: no row says it wrote outside its folder."""
