@@ -5,18 +5,26 @@
     arch_number("sm_90a")          -> 90, for comparing architectures
     resolve_archs(arch)            'sm_86' / 'all' / None (the GPU's own, else all) -> list
     compile_cubin(src, out, arch, defines, flags, include_dirs) -> {kernel: resources}; rebuilds
-                                   only when stale: the source, a header it includes ("..."), the
-                                   defines, the flags or the include directories changed
+                                   only when stale: the contents of the source or of a header it
+                                   includes ("..."), the defines, the flags, the include directories
+                                   or nvcc's version changed (contents, not mtimes: a cubin built from
+                                   the same files elsewhere, at the same path, is up to date)
+    COURSE_NVCC_LOG=file           each nvcc run of compile_cubin appended to it as a JSON line (its
+                                   arguments and seconds): what a run compiled, and what it cost
+    nvcc_version()                 nvcc's build line ("Build cuda_13.0.r13.0/compiler.36424714_0")
     included_headers(src, include_dirs)  the quoted #include files a source reads, recursively
     parse_ptxas(text)              -> {kernel: {"registers", "spill_stores", "spill_loads",
                                                 "smem", "stack", "barriers"}}
 """
+import functools
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from . import writes
@@ -34,6 +42,19 @@ def find_nvcc():
                           hint="install the CUDA toolkit (12.4 or newer) and add its bin/ to PATH, "
                                "e.g. export PATH=/usr/local/cuda/bin:$PATH")
     return nvcc
+
+
+@functools.lru_cache(maxsize=None)
+def nvcc_version():
+    """nvcc's own build line, part of every stamp: a new toolkit rebuilds everything, and a cubin
+    carried from another machine is used only where the same nvcc would have built it. Its path is
+    not part of it (the same toolkit installed elsewhere builds the same cubins)."""
+    try:
+        out = run_nvcc([find_nvcc(), "--version"]).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    lines = [l.strip() for l in out.splitlines() if l.strip()]
+    return next((l for l in reversed(lines) if l.startswith("Build")), lines[-1] if lines else "unknown")
 
 
 def arch_number(arch):
@@ -115,11 +136,18 @@ def included_headers(src, include_dirs=()):
     return seen
 
 
+def _digest(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:20]
+
+
 def _stamp(src, arch, defines, flags, include_dirs):
+    """What a cubin was built from. Each source by its contents: a file rewritten unchanged (a
+    checkout, an unpacked archive, a grader's fresh copy) keeps its cubins; the paths stay in, as
+    -lineinfo records them in the cubin."""
     files = [Path(src), *included_headers(src, include_dirs)]
-    return {"sources": {str(f): os.path.getmtime(f) for f in files}, "arch": arch, "defines": defines,
+    return {"sources": {str(f): _digest(f) for f in files}, "arch": arch, "defines": defines,
             "flags": NVCC_FLAGS + list(flags), "include_dirs": [str(d) for d in include_dirs],
-            **({"with_ptx": True} if embeds_ptx(arch) else {})}
+            "nvcc": nvcc_version(), **({"with_ptx": True} if embeds_ptx(arch) else {})}
 
 
 def embeds_ptx(arch):
@@ -174,8 +202,8 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
     (With embeds_ptx(arch), `out` is a fatbin holding the cubin and the PTX; the driver and cuobjdump
     read either kind.)
 
-    Skips the compile when the cubin was built from the same source and headers (their mtimes), with
-    the same defines, flags and include directories. Returns the parsed ptxas resources per kernel.
+    Skips the compile when the cubin was built from the same source and headers (their contents), with
+    the same defines, flags, include directories and nvcc. Returns the parsed ptxas resources per kernel.
     Raises CourseError on a compile error.
     """
     src, out = Path(src), Path(out)
@@ -197,6 +225,7 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = [find_nvcc(), *_nvcc_flags(arch), *flags, *[f"-I{d}" for d in include_dirs],
            *[f"-D{k}={v}" for k, v in defines.items()], "-o", str(part), str(src)]
+    started = time.monotonic()
     try:
         proc = run_nvcc(cmd)
     except subprocess.TimeoutExpired:
@@ -213,10 +242,24 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
         raise CourseError(f"nvcc failed on {src.name} for {arch}:\n{errors}",
                           hint=f"the full log is in {out.with_suffix('.ptxas.log')}")
     kernels = parse_ptxas(log)
+    _log_nvcc(src=str(src), out=str(out), arch=arch, defines=defines, flags=list(flags), include_dirs=include_dirs,
+              seconds=round(time.monotonic() - started, 2))
     os.replace(part, out)
     writes.note(out)
     _replace_text(meta, json.dumps({"stamp": stamp, "kernels": kernels}, indent=1))
     return kernels
+
+
+def _log_nvcc(**run):
+    """One line per nvcc run in $COURSE_NVCC_LOG (a device script's record of what it compiled, which
+    scripts/device/prebuild.sh builds again before the next call). One write per line, appended."""
+    path = os.environ.get("COURSE_NVCC_LOG")
+    if path:
+        try:
+            with open(path, "a") as f:
+                f.write(json.dumps(run) + "\n")
+        except OSError:
+            pass                     # a sandboxed grading worker may not write there: the log is a record only
 
 
 def _replace_text(path, text):

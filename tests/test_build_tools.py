@@ -1,4 +1,5 @@
 """nvcc, the ptxas report and the SASS parser, on real compiler output (no GPU needed)."""
+import os
 import shutil
 
 import pytest
@@ -59,6 +60,39 @@ def test_compile_is_skipped_when_up_to_date(sources):
     mtime = out.stat().st_mtime_ns
     build.compile_cubin(sources / "axpy8.cu", out, "sm_86")
     assert out.stat().st_mtime_ns == mtime
+
+
+def test_a_cubin_is_stale_when_a_content_changes_not_when_a_file_is_rewritten(tmp_path, monkeypatch):
+    """Stamps hold contents and nvcc's version: a checkout or an unpacked archive (new mtimes, same
+    bytes) keeps its cubins, so cubins built on another machine at the same paths are used as they
+    are; an edit of the source or of a header it includes, or another nvcc, rebuilds."""
+    src, hdr, out = tmp_path / "k.cu", tmp_path / "k.cuh", tmp_path / "sm_80" / "k.cubin"
+    hdr.write_text("#define SCALE 2.0f\n")
+    src.write_text('#include "k.cuh"\nextern "C" __global__ void k(float* y) { y[threadIdx.x] *= SCALE; }\n')
+    calls = []
+    real = build.run_nvcc
+    monkeypatch.setattr(build, "run_nvcc", lambda cmd: calls.append(cmd) or real(cmd))
+    build.nvcc_version()                             # cached before counting
+
+    def compiles():
+        n = len(calls)
+        build.compile_cubin(src, out, "sm_80")
+        return len(calls) - n
+
+    assert compiles() == 1
+    for f in (src, hdr):                             # rewritten, same bytes, a new mtime
+        f.write_text(f.read_text())
+        os.utime(f, (1, 1))
+    assert compiles() == 0
+    hdr.write_text("#define SCALE 3.0f\n")
+    assert compiles() == 1
+    monkeypatch.setattr(build, "nvcc_version", lambda: "Build cuda_99.9")
+    assert compiles() == 1
+    assert compiles() == 0
+
+
+def test_nvcc_version_is_its_build_line():
+    assert build.nvcc_version().startswith("Build cuda_"), build.nvcc_version()
 
 
 def test_compile_error_is_a_clear_message(tmp_path):

@@ -1,13 +1,21 @@
 # Sourced by the scripts here: sets $OUT (created) and moves into the tree to test. With
 # gpu-snapshot.tar beside the project (README.md says how to make it) that is the snapshot's commit,
-# unpacked in /tmp/course with .whl/ copied beside it, and COURSE_COMMIT names it for the records;
-# without one, the copied working tree itself.
+# unpacked in /tmp/course with .whl/ copied beside it (and .prebuilt/'s kernels, prebuild.sh), and
+# COURSE_COMMIT names it for the records; without one, the copied working tree itself. Every nvcc run
+# is logged to $OUT/nvcc.jsonl (COURSE_NVCC_LOG): what the call compiled, and what it cost.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=${OUT:-$here/device-out}; mkdir -p "$OUT"
 if [ -f "$here/gpu-snapshot.tar" ]; then
   rm -rf /tmp/course && mkdir -p /tmp/course && tar -xf "$here/gpu-snapshot.tar" -C /tmp/course
   cp -r "$here/.whl" /tmp/course/.whl 2>/dev/null
   export COURSE_COMMIT=$(cat "$here/gpu-snapshot.sha"); cd /tmp/course
+  # the kernels prebuild.sh built here for this GPU (carried as .prebuilt/): make build keeps each one
+  # whose stamp matches (same sources, flags and nvcc) and compiles the rest
+  if [ -f "$here/.prebuilt/build.tar.gz" ]; then
+    tar -xzf "$here/.prebuilt/build.tar.gz" -C /tmp/course \
+      && echo "prebuilt kernels of $(cut -c1-7 "$here/.prebuilt/build.sha" 2>/dev/null) unpacked (snapshot $(cut -c1-7 "$here/gpu-snapshot.sha"))" >> "$OUT/prebuilt.txt"
+  fi
 else
   cd "$here"
 fi
+export COURSE_NVCC_LOG=$OUT/nvcc.jsonl

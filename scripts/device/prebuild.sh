@@ -1,0 +1,50 @@
+#!/bin/bash
+# Here, before a device call (no GPU needed): build the snapshot's kernels for the H200 where the
+# device will look for them, and pack them for the call to carry. snapshot.sh unpacks the pack in
+# /tmp/course, and make build there finds them up to date: a stamp holds the sources' contents and
+# paths, the flags and nvcc's version, so a cubin built here counts only where the device's nvcc
+# would have built the same one (another nvcc there rebuilds, as without the pack).
+#   NVCC_LOG=file   also build again what a device run compiled inside the labs (that run's
+#                   $OUT/nvcc.jsonl: make-test.sh and grade-class.sh write it); sources in temporary
+#                   folders (the graders' copies) are left out
+#   ARCH            default sm_90 (sm_90a for the Hopper rows follows from it)
+# Writes .prebuilt/build.tar.gz and .prebuilt/build.sha (the snapshot's commit); run with
+# carry [".whl", ".prebuilt"]. Two cores: about 15 minutes.
+set -eu
+here=$(cd "$(dirname "$0")/../.." && pwd)
+[ -f "$here/gpu-snapshot.tar" ] || { echo "prebuild: no gpu-snapshot.tar here (scripts/device/README.md says how to make it)" >&2; exit 2; }
+python=${PYTHON:-$here/.venv/bin/python}
+wheel=$(ls "$here"/.whl/nvidia_cutlass-*.whl 2>/dev/null | head -1)
+[ -n "$wheel" ] || { echo "prebuild: no nvidia_cutlass wheel in .whl/ (run ../shared/gpu/prepare)" >&2; exit 2; }
+rm -rf /tmp/course && mkdir -p /tmp/course && tar -xf "$here/gpu-snapshot.tar" -C /tmp/course
+# CuTe's headers at the path the device's gpu-env.sh installs them (-I and -lineinfo name it)
+mkdir -p /tmp/site && unzip -qo "$wheel" 'cutlass_library/source/include/*' -d /tmp/site
+export CUTLASS_INCLUDE=/tmp/site/cutlass_library/source/include
+cd /tmp/course
+t0=$(date +%s)
+for l in labs/*/; do make -s -C "$l" build ARCH="${ARCH:-sm_90}" PYTHON="$python" > /dev/null || exit 1; done
+echo "prebuild: every lab built for ${ARCH:-sm_90} in $(( $(date +%s) - t0 )) s"
+if [ -n "${NVCC_LOG:-}" ]; then
+  PYTHONPATH=/tmp/course "$python" - "$NVCC_LOG" <<'PY'
+import json, os, sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from common import build
+from common.errors import CourseError
+runs = [json.loads(l) for l in Path(sys.argv[1]).read_text().splitlines() if l.strip()]
+inside = [r for r in runs if r["src"].startswith("/tmp/course/labs/") and r["out"].startswith("/tmp/course/labs/")
+          and Path(r["src"]).exists()]
+def again(r):
+    try:
+        build.compile_cubin(r["src"], r["out"], r["arch"], r["defines"], flags=r["flags"], include_dirs=r["include_dirs"])
+    except CourseError as e:
+        print(f"prebuild: {r['out']}: {str(e).splitlines()[0]}", file=sys.stderr)
+with ThreadPoolExecutor(os.cpu_count()) as pool:      # one nvcc process each
+    list(pool.map(again, inside))
+print(f"prebuild: {len(inside)} of the log's {len(runs)} nvcc runs were inside the labs, built again")
+PY
+fi
+mkdir -p "$here/.prebuilt"
+tar -czf "$here/.prebuilt/build.tar.gz" --exclude='.*.part' labs/*/build
+cp "$here/gpu-snapshot.sha" "$here/.prebuilt/build.sha"
+echo "prebuild: $(du -h "$here/.prebuilt/build.tar.gz" | cut -f1) in .prebuilt/build.tar.gz for $(cut -c1-7 "$here/gpu-snapshot.sha")"
