@@ -16,7 +16,6 @@
     parse_ptxas(text)              -> {kernel: {"registers", "spill_stores", "spill_loads",
                                                 "smem", "stack", "barriers"}}
 """
-import functools
 import hashlib
 import json
 import os
@@ -44,17 +43,24 @@ def find_nvcc():
     return nvcc
 
 
-@functools.lru_cache(maxsize=None)
+_NVCC_VERSION = {}
+
+
 def nvcc_version():
     """nvcc's own build line, part of every stamp: a new toolkit rebuilds everything, and a cubin
     carried from another machine is used only where the same nvcc would have built it. Its path is
-    not part of it (the same toolkit installed elsewhere builds the same cubins)."""
-    try:
-        out = run_nvcc([find_nvcc(), "--version"]).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    lines = [l.strip() for l in out.splitlines() if l.strip()]
-    return next((l for l in reversed(lines) if l.startswith("Build")), lines[-1] if lines else "unknown")
+    not part of it (the same toolkit installed elsewhere builds the same cubins). Asked once per
+    process and nvcc; an nvcc that does not answer gives "unknown", asked again next time."""
+    nvcc = find_nvcc()
+    if nvcc not in _NVCC_VERSION:
+        try:
+            out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return "unknown"
+        lines = [l.strip() for l in out.splitlines() if l.strip()]
+        _NVCC_VERSION[nvcc] = next((l for l in reversed(lines) if l.startswith("Build")),
+                                   lines[-1] if lines else "unknown")
+    return _NVCC_VERSION[nvcc]
 
 
 def arch_number(arch):
