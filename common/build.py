@@ -9,8 +9,9 @@
                                    includes ("..."), the defines, the flags, the include directories
                                    or nvcc's version changed (contents, not mtimes: a cubin built from
                                    the same files elsewhere, at the same path, is up to date)
-    COURSE_NVCC_LOG=file           each nvcc run of compile_cubin appended to it as a JSON line (its
-                                   arguments and seconds): what a run compiled, and what it cost
+    COURSE_NVCC_LOG=file           each nvcc run appended to it as a JSON line (its command, exit
+                                   status and seconds; compile_cubin's arguments too): what a run
+                                   compiled, and what it cost
     nvcc_version()                 nvcc's build line ("Build cuda_13.0.r13.0/compiler.36424714_0")
     included_headers(src, include_dirs)  the quoted #include files a source reads, recursively
     parse_ptxas(text)              -> {kernel: {"registers", "spill_stores", "spill_loads",
@@ -183,12 +184,14 @@ def nvcc_timeout_s():
         return NVCC_TIMEOUT_S
 
 
-def run_nvcc(cmd):
+def run_nvcc(cmd, about=None):
     """subprocess.run(cmd) for nvcc, stopped after nvcc_timeout_s(): nvcc runs its stages (the host
     preprocessor, cicc, ptxas) as children that hold its output pipes, so on a timeout the whole
     process group is killed, not nvcc alone (else reading the pipes would wait for ever).
-    Raises subprocess.TimeoutExpired."""
+    Raises subprocess.TimeoutExpired. Each run that ends is logged to $COURSE_NVCC_LOG (_log_nvcc), with
+    `about` (compile_cubin's arguments: what prebuild.sh needs to build it again)."""
     import signal
+    started = time.monotonic()
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           start_new_session=True) as proc:
         try:
@@ -200,6 +203,7 @@ def run_nvcc(cmd):
                 pass
             proc.communicate()
             raise
+    _log_nvcc(cmd=cmd, status=proc.returncode, seconds=round(time.monotonic() - started, 2), **(about or {}))
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
@@ -231,9 +235,9 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = [find_nvcc(), *_nvcc_flags(arch), *flags, *[f"-I{d}" for d in include_dirs],
            *[f"-D{k}={v}" for k, v in defines.items()], "-o", str(part), str(src)]
-    started = time.monotonic()
     try:
-        proc = run_nvcc(cmd)
+        proc = run_nvcc(cmd, about=dict(src=str(src), out=str(out), arch=arch, defines=defines, flags=list(flags),
+                                        include_dirs=include_dirs))
     except subprocess.TimeoutExpired:
         part.unlink(missing_ok=True)
         raise CourseError(f"nvcc ran past {nvcc_timeout_s():g} s on {src.name} for {arch} and was stopped",
@@ -248,8 +252,6 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
         raise CourseError(f"nvcc failed on {src.name} for {arch}:\n{errors}",
                           hint=f"the full log is in {out.with_suffix('.ptxas.log')}")
     kernels = parse_ptxas(log)
-    _log_nvcc(src=str(src), out=str(out), arch=arch, defines=defines, flags=list(flags), include_dirs=include_dirs,
-              seconds=round(time.monotonic() - started, 2))
     os.replace(part, out)
     writes.note(out)
     _replace_text(meta, json.dumps({"stamp": stamp, "kernels": kernels}, indent=1))
@@ -257,8 +259,9 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
 
 
 def _log_nvcc(**run):
-    """One line per nvcc run in $COURSE_NVCC_LOG (a device script's record of what it compiled, which
-    scripts/device/prebuild.sh builds again before the next call). One write per line, appended."""
+    """One line per nvcc run in $COURSE_NVCC_LOG (a device script's record of what it compiled: the
+    compile_cubin lines are what scripts/device/prebuild.sh builds again before the next call). One
+    write per line, appended."""
     path = os.environ.get("COURSE_NVCC_LOG")
     if path:
         try:

@@ -71,7 +71,7 @@ def test_a_cubin_is_stale_when_a_content_changes_not_when_a_file_is_rewritten(tm
     src.write_text('#include "k.cuh"\nextern "C" __global__ void k(float* y) { y[threadIdx.x] *= SCALE; }\n')
     calls = []
     real = build.run_nvcc
-    monkeypatch.setattr(build, "run_nvcc", lambda cmd: calls.append(cmd) or real(cmd))
+    monkeypatch.setattr(build, "run_nvcc", lambda cmd, about=None: calls.append(cmd) or real(cmd, about))
     build.nvcc_version()                             # cached before counting
 
     def compiles():
@@ -89,6 +89,24 @@ def test_a_cubin_is_stale_when_a_content_changes_not_when_a_file_is_rewritten(tm
     monkeypatch.setattr(build, "nvcc_version", lambda: "Build cuda_99.9")
     assert compiles() == 1
     assert compiles() == 0
+
+
+def test_each_nvcc_run_is_logged_where_course_nvcc_log_says(tmp_path, monkeypatch):
+    """What prebuild.sh reads back: a line per nvcc run, compile_cubin's arguments with it; a log that
+    cannot be written (a sandboxed grading worker) stops no build."""
+    log = tmp_path / "nvcc.jsonl"
+    monkeypatch.setenv("COURSE_NVCC_LOG", str(log))
+    src = tmp_path / "k.cu"
+    src.write_text('extern "C" __global__ void k(float* y) { y[threadIdx.x] = 1.0f; }\n')
+    build.compile_cubin(src, tmp_path / "sm_86" / "k.cubin", "sm_86", {"TILE": 8})
+    build.compile_cubin(src, tmp_path / "sm_86" / "k.cubin", "sm_86", {"TILE": 8})      # up to date: no run
+    import json
+    runs = [json.loads(l) for l in log.read_text().splitlines()]
+    assert len(runs) == 1, runs
+    assert runs[0]["src"] == str(src) and runs[0]["arch"] == "sm_86" and runs[0]["defines"] == {"TILE": 8}
+    assert runs[0]["status"] == 0 and runs[0]["seconds"] > 0 and runs[0]["cmd"][0] == build.find_nvcc()
+    monkeypatch.setenv("COURSE_NVCC_LOG", str(tmp_path / "no-such-folder" / "nvcc.jsonl"))
+    build.compile_cubin(src, tmp_path / "sm_80" / "k.cubin", "sm_80")
 
 
 def test_nvcc_version_is_its_build_line():

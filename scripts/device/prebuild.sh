@@ -32,7 +32,7 @@ from pathlib import Path
 from common import build
 from common.errors import CourseError
 runs = [json.loads(l) for l in Path(sys.argv[1]).read_text().splitlines() if l.strip()]
-inside = [r for r in runs if r["src"].startswith("/tmp/course/labs/") and r["out"].startswith("/tmp/course/labs/")
+inside = [r for r in runs if "src" in r and r["status"] == 0 and r["src"].startswith("/tmp/course/labs/") and r["out"].startswith("/tmp/course/labs/")
           and Path(r["src"]).exists()]
 def again(r):
     try:
