@@ -225,7 +225,8 @@ def test_the_quiet_report_names_each_lab_by_its_folder():
 @pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs a git checkout")
 @pytest.mark.parametrize("lab", [d.name for d in all_lab_dirs()])
 def test_every_labs_workspace_is_ignored_by_git(lab):
-    for path in (f"labs/{lab}/workspace/v5_vectorized.cu", f"labs/{lab}/workspace.old/answers.toml"):
+    for path in (f"labs/{lab}/workspace/v5_vectorized.cu", f"labs/{lab}/workspace.old/answers.toml",
+                 f"labs/{lab}/workspace.old-2/answers.toml"):
         assert subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode == 0, path
 
 

@@ -51,6 +51,32 @@ def test_the_workspace_gives_the_ungraded_rung_before_the_first_graded_one(g, tm
     assert not set(g.given) & {p.kernel for p in g.code_parts}
 
 
+def test_force_keeps_every_replaced_workspace_and_says_where(g, tmp_path, capsys):
+    """make workspace FORCE=1 twice: the first one's work is in workspace.old, the second's in
+    workspace.old-2; nothing a student wrote is deleted, and the output says where it went."""
+    ws = tmp_path / "workspace"
+    W.generate(g, ws, quiet=True)
+    (ws / "answers.toml").write_text("# first attempt\n")
+    with pytest.raises(CourseError, match="left alone"):
+        W.generate(g, ws, quiet=True)
+    W.generate(g, ws, force=True)
+    assert "kept in " + str((tmp_path / "workspace.old").resolve()) in capsys.readouterr().out
+    (ws / "answers.toml").write_text("# second attempt\n")
+    W.generate(g, ws, force=True)
+    assert "kept in " + str((tmp_path / "workspace.old-2").resolve()) in capsys.readouterr().out
+    assert (tmp_path / "workspace.old" / "answers.toml").read_text() == "# first attempt\n"
+    assert (tmp_path / "workspace.old-2" / "answers.toml").read_text() == "# second attempt\n"
+    assert (ws / "answers.toml").read_text() != "# second attempt\n"
+
+
+def test_the_workspace_listing_names_each_file_where_it_is(g, tmp_path, capsys):
+    W.generate(g, tmp_path / "ws")
+    listed = [l.strip() for l in capsys.readouterr().out.splitlines() if l.startswith("  ")]
+    for name in listed:
+        assert (tmp_path / "ws" / name).is_file(), f"{name} is listed but not there"
+    assert any(n.startswith("given/") for n in listed)
+
+
 def test_a_graded_kernel_as_a_given_rung_is_refused(g):
     g2 = Grading(g.lab)
     g2.given = [g2.code_parts[0].kernel]

@@ -177,18 +177,20 @@ def copy_report(g, workspace):
 
 def generate(g, dest=None, solution=False, force=False, quiet=False):
     """Write the workspace into `dest` (default: the lab's workspace/). Refuses to overwrite an
-    existing one unless `force` (then the old one is kept as <dest>.old). Returns the files written."""
+    existing one unless `force`; then the old one is kept, never deleted: moved to <dest>.old, or
+    <dest>.old-2, -3, ... when that is taken (a second FORCE=1 must not lose the first one's work).
+    Returns the files written."""
     from . import answers as answers_mod
     dest = Path(dest) if dest else g.lab.dir / "workspace"
+    kept = None
     if dest.exists() and any(dest.iterdir()):
         if not force:
             raise CourseError(f"{dest} exists already: it may hold your work, so it is left alone",
                               hint="grade it with `make grade`; to start again, `make workspace FORCE=1` "
-                                   f"(the old one is moved to {dest.name}.old/)")
-        old = dest.with_name(dest.name + ".old")
-        if old.exists():
-            shutil.rmtree(old)
-        dest.rename(old)
+                                   f"(the old one is kept: moved to {dest.name}.old/, or {dest.name}.old-2/ ... "
+                                   "when that is taken)")
+        kept = _free_old_name(dest)
+        dest.rename(kept)
     dest.mkdir(parents=True, exist_ok=True)
     commit = None
     written, covered = [], set()
@@ -232,11 +234,23 @@ def generate(g, dest=None, solution=False, force=False, quiet=False):
     if not quiet:
         print(f"workspace: {len(written)} files in {dest.resolve()}" + (" (the reference solution)" if solution else ""))
         for f in written:
-            print(f"  {f.name}")
+            print(f"  {f.relative_to(dest)}")
+        if kept:
+            print(f"your previous workspace is kept in {kept.resolve()}")
         if not solution:
             print("next: fill in the TODOs" + (" and answers.toml" if g.questions or g.predictions else "")
                   + ", then `make grade`")
     return written
+
+
+def _free_old_name(dest):
+    """Where a replaced workspace goes: <dest>.old, else the first free <dest>.old-N (N = 2, 3, ...)."""
+    old = dest.with_name(dest.name + ".old")
+    n = 2
+    while old.exists():
+        old = dest.with_name(f"{dest.name}.old-{n}")
+        n += 1
+    return old
 
 
 def _readme(g, solution):
