@@ -114,6 +114,22 @@ def test_the_workspace_files_carry_no_commit_hash(g, tmp_path):
 # Hints teach; every code part has two known-wrong kernels
 # ---------------------------------------------------------------------------------------------
 
+def test_a_long_list_of_names_puts_its_reason_on_the_next_line_and_pads_no_other():
+    """Ten unanswered questions share one lost line: their names must not widen the column that
+    every other line's reason is padded to (lab 7's reasons started 190 spaces in)."""
+    F = grader.FAIL
+    many = [grader.CheckResult("questions", f"q{i}_occupancy_sm86_pct", "", 1, F, "not answered") for i in range(10)]
+    parts = [grader.PartResult("v4", "", [grader.CheckResult("v4", "correct", "", 3, F, "wrong elements"),
+                                          grader.CheckResult("v4", "ok", "", 1, grader.PASS)]),
+             grader.PartResult("questions", "", many + [grader.CheckResult("questions", "x", "", 1, grader.PASS)])]
+    lines = grader.Report("t", parts, {}).lost_lines()
+    assert len(lines) == 2
+    assert re.fullmatch(r" *-3  v4\s+correct  wrong elements", lines[0]), lines[0]
+    first, second = lines[1].split("\n")
+    assert first.startswith("-10  questions  q0_occupancy_sm86_pct, q1_") and second.strip() == "not answered"
+    assert all(len(l) < 80 for l in lines[0].split("\n") + [second])
+
+
 def test_hints_say_what_to_look_at_never_where_to_copy_from(g):
     for p in g.parts:
         assert not re.search(r"\b(chapter|section \d|worklog)\b", p.title, re.I), p.title

@@ -31,6 +31,7 @@ from .symptoms import mismatch_pattern   # noqa: F401  (re-exported: case_reason
 
 DEFAULT_ARCH = "sm_90"        # SASS is read for this architecture where there is no GPU (a lab's GRADE_ARCH wins)
 
+NAMES_COLUMN = 32        # characters: lost_lines' names column at its widest
 PASS, FAIL, NEEDS_GPU, SKIPPED = "pass", "fail", "needs-gpu", "skipped"
 
 
@@ -129,7 +130,9 @@ class Report:
         return [c for p in self.parts for c in p.checks if c.status == FAIL]
 
     def lost_lines(self):
-        """One line per lost check; checks of one part that fail for the same reason share a line."""
+        """One line per lost check; checks of one part that fail for the same reason share a line. The
+        names' column is as wide as the longest list of at most NAMES_COLUMN characters: a longer list
+        (ten unanswered questions) puts its reason on a second line rather than pad every other one."""
         lines = []
         for p in self.parts:
             groups = []
@@ -143,8 +146,15 @@ class Report:
             for cs, reason in groups:
                 names = f"all {len(cs)}" if len(cs) == len(p.checks) and len(cs) > 3 else ", ".join(c.check for c in cs)
                 lines.append((f"-{sum(c.max_points for c in cs)}", p.name, names, reason))
-        w = [max([len(l[i]) for l in lines] + [0]) for i in range(3)]
-        return [f"{a:>{w[0]}}  {b:<{w[1]}}  {c:<{w[2]}}  {d}" for a, b, c, d in lines]
+        w = [max([len(l[i]) for l in lines] + [0]) for i in range(2)]
+        w.append(max([len(l[2]) for l in lines if len(l[2]) <= NAMES_COLUMN] + [0]))
+        out = []
+        for a, b, c, d in lines:
+            if len(c) <= w[2]:
+                out.append(f"{a:>{w[0]}}  {b:<{w[1]}}  {c:<{w[2]}}  {d}")
+            else:        # a long list of names (unanswered questions) has its reason on the next line
+                out.append(f"{a:>{w[0]}}  {b:<{w[1]}}  {c}\n{'':>{w[0]}}  {'':<{w[1]}}  {d}")
+        return out
 
     def text(self):
         m = self.meta
@@ -162,7 +172,7 @@ class Report:
                                      ("pending", "needs GPU", "d"), ("title", "what", "")])]
         lost = self.lost_lines()
         out += ["", "Lost points (one line per reason):" if lost else "Lost points: none."]
-        out += ["  " + l for l in lost]
+        out += ["  " + l.replace("\n", "\n  ") for l in lost]
         pred = self.extra.get("predictions")
         if pred and pred.get("rows"):
             cols = [("id", "prediction", ""), ("predicted", "yours", "")]
