@@ -75,6 +75,7 @@ COLUMNS = {
     "HGMMA": lambda op: _base(op) == "HGMMA",          # wgmma (sm_90a): HGMMA.64x256x16.F32 ...
     "UTMALDG": lambda op: _base(op) == "UTMALDG",      # TMA loads (cp.async.bulk.tensor)
     "SYNCS": lambda op: _base(op) == "SYNCS",          # mbarrier arrive / wait
+    "USETMAXREG": lambda op: _base(op) == "USETMAXREG",  # setmaxnreg: registers handed between warpgroups
     "STG.64": lambda op: _base(op) == "STG" and "64" in _mods(op),
     "STG.128": lambda op: _base(op) == "STG" and "128" in _mods(op),
 }

@@ -166,6 +166,21 @@ def test_opcode_families_do_not_confuse_lookalikes():
     assert rules["LDGSTS"]("LDGSTS.E.BYPASS.128") and not rules["LDG.128"]("LDGSTS.E.BYPASS.128")
 
 
+def test_the_columns_a_readme_names_for_make_sass_are_its_columns():
+    """A lab sheet's `make sass  # ...` line names what the table shows: a column that is not there
+    (lab 7c's USETMAXREG, lab 7a's STG.E.64 once) sends a student looking for nothing. Opcodes named
+    after "every opcode" are in reports/sass.json, not the table."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    for readme in sorted(root.glob("labs/*/README.md")):
+        for line in readme.read_text().splitlines():
+            if line.startswith("make sass"):
+                said = line.split("#", 1)[1].split("every opcode")[0]
+                for word in re.findall(r"\b[A-Z][A-Z0-9]+(?:\.[A-Z0-9*]+)*", said):
+                    assert word in sass.COLUMNS, f"{readme.parent.name}: `make sass` has no column {word}"
+
+
 def test_sass_parser_reads_predicates_and_functions():
     text = ("\t\tFunction : k1\n"
             "        /*0060*/              @!P0 FFMA R4, R2.reuse, R3, R4 ;   /* 0x00 */\n"
