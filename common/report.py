@@ -65,9 +65,12 @@ def write_json(path, record):
     return path
 
 
-def progress(i, n, what):
+def progress(i, n, what, transient=False):
+    """[i/n] what, on stderr: on a terminal, one line rewritten in place; in a log, a line each. A
+    transient step (each kernel of a build) shows on a terminal only, so a log keeps the start and
+    the end."""
     msg = f"[{i}/{n}] {what}"
     if sys.stderr.isatty() and not os.environ.get("CI"):
         print("\r\033[K" + msg, end="" if i < n else "\n", file=sys.stderr, flush=True)
-    else:
+    elif not transient:
         print(msg, file=sys.stderr, flush=True)

@@ -39,9 +39,9 @@ def _shown(lab, path):
 
 # --- make build ------------------------------------------------------------------------------
 
-def build_rows(lab, archs, kernels=None):
+def build_rows(lab, archs, kernels=None, progress=None):
     kernels = kernels or lab.all_kernels
-    res = lab.build(kernels, archs)
+    res = lab.build(kernels, archs, progress=progress)
     rows = []
     for k in kernels:
         for a in archs:
@@ -70,7 +70,8 @@ def build(lab, args):
         print(f"(no GPU here: building {lab.name} for {', '.join(archs)} only, as its table asks; ARCH=all builds every one)")
     kernels = lab.all_kernels
     report.progress(0, 1, f"compiling {len(kernels)} kernels of {lab.name} for {', '.join(archs)}")
-    rows = build_rows(lab, archs, kernels)
+    # each (kernel, arch) as it is done, on a terminal: CuTe's rungs take half a minute each
+    rows = build_rows(lab, archs, kernels, progress=lambda i, n, what: report.progress(i, n + 1, what, transient=True))
     report.progress(1, 1, "compiled")
     cols = [("kernel", "kernel", ""), ("arch", "arch", ""), ("registers", "regs", "d"),
             ("spill_stores", "spill st B", "d"), ("spill_loads", "spill ld B", "d"),

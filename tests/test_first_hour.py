@@ -326,6 +326,25 @@ def test_make_sass_shows_progress_a_line_per_kernel_on_a_terminal_and_one_line_i
     assert "[1/12] built c1 for sm_90" in tty.getvalue() and "\r" in tty.getvalue()
 
 
+def test_make_build_shows_each_kernel_on_a_terminal_and_only_its_start_and_end_in_a_log(monkeypatch, tmp_path):
+    """Lab 7b's first `make` spent 50 s on "[0/1] compiling 9 kernels" with nothing after it."""
+    import sys
+    from types import SimpleNamespace
+    from common import targets
+    monkeypatch.delenv("CI", raising=False)
+    lab = load("lab07-matmul-registers")
+    monkeypatch.setattr("common.build.compile_cubin", lambda *a, **kw: {})
+    monkeypatch.setattr(targets, "build_rows", lambda lab, archs, kernels, progress=None: [
+        progress(i, 3, f"built k{i} for sm_90") for i in (1, 2, 3)] and [])
+    monkeypatch.setattr("common.report.write_json", lambda path, data: tmp_path / "build.json")
+    for stream, per_kernel in ((StringIO(), False), (_Terminal(), True)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        targets.build(lab, SimpleNamespace(arch="sm_90"))
+        text = stream.getvalue()
+        assert ("built k2 for sm_90" in text) == per_kernel, text
+        assert "compiling" in text and "compiled" in text
+
+
 def test_a_build_reports_each_kernel_as_it_is_done(monkeypatch):
     lab = load("lab07-matmul-registers")
     monkeypatch.setattr("common.build.compile_cubin", lambda *a, **kw: {})
