@@ -69,7 +69,9 @@ def run_grade(g, args, pytest_args=()):
     options = {"workspace": str(ws), "arch": args.arch, "gpu": False if args.no_gpu else None,
                "seed": args.seed, "parts": parts}
     plugin = ScorePlugin(g, options)
-    argv = [str(CHECKS_FILE), "-q", "-p", "no:cacheprovider", "--rootdir", str(CHECKS_FILE.parent),
+    # -s: the grader's own progress ("[grade] compiling ...") reaches stderr as it happens; pytest's
+    # output on stdout is still kept back (redirected below)
+    argv = [str(CHECKS_FILE), "-q", "-s", "-p", "no:cacheprovider", "--rootdir", str(CHECKS_FILE.parent),
             "-o", "addopts=", "--import-mode=importlib", "--tb=short", *pytest_args]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -640,6 +640,7 @@ def test_make_grade_prints_only_the_score_report(tmp_path):
     assert proc.stdout.startswith(f"{LAB.title.split(':')[0]} grade: "), proc.stdout[:300]
     assert not re.search(r"\d+ (passed|failed|skipped|deselected)|^[.sFE]+ +\[", proc.stdout, re.M), proc.stdout
     assert "Lost points: none." in proc.stdout and "score: 19 of 19 points graded here" in proc.stdout
+    assert "[grade] compiling" in proc.stderr, "what the grader does shows on stderr as it does it"
     assert proc.stdout.rstrip().endswith(f"JSON report (for teachers): {out}")
     data = json.loads(out.read_text())
     assert [p["part"] for p in data["parts"]] == ["v4", "questions"] and data["score"] == 19
