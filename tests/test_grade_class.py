@@ -70,6 +70,18 @@ def test_progress_is_one_line_per_submission_and_the_end_is_a_table_and_the_path
         assert str(local_class.out / f) in local_class.stdout and (local_class.out / f).is_file()
 
 
+def test_the_summary_tables_note_is_a_few_whole_words():
+    """The note column had the copy flag's sentence cut at 70 characters ("...lines of the lab's")."""
+    from common.grading.classreport import NOTE_CHARS, _note
+    long_flag = "its graded regions repeat 31 of the 31 distinctive lines of the lab's reference kernels line for line"
+    assert _note({"reason": "", "flags": long_flag, "copied": long_flag}) == "copied?"
+    crash = "the grader's worker failed (exit status 1): TypeError: unsupported operand type(s) for *: 'int' and 'function'"
+    note = _note({"reason": crash, "flags": long_flag, "copied": long_flag})
+    assert len(note) <= NOTE_CHARS and note.endswith("...; copied?") and note.startswith("the grader's worker failed")
+    assert _note({"reason": "did not finish in 30 s (TIMEOUT=30); killed", "flags": ""}) == \
+        "did not finish in 30 s (TIMEOUT=30); killed"
+
+
 def test_the_csv_has_a_row_per_student_a_column_per_check_and_the_total(local_class, small_class):
     rows = list(csv.DictReader(io.StringIO((local_class.out / "class.csv").read_text())))
     data = local_class.data

@@ -297,12 +297,35 @@ def merge_and_print(g, plan, wall=None, records=None):
     return print_summary(merge(g, plan, records=records, wall=wall), plan.out_dir)
 
 
+NOTE_CHARS = 60        # the summary table's note column: the whole text is in class.html and class.json
+
+
+def _note(r):
+    """A student's reason and flags in a few words for the summary table: each flag by its name
+    ("wrote outside its folder (3 paths)", "copied?"), a long text cut at a word with "..." (never
+    mid-word, never silently)."""
+    words = []
+    if r.get("outside_writes"):
+        words.append(f"wrote outside its folder ({len(r['outside_writes'])} paths)")
+    if r.get("copied") or "copied?" in (r.get("flags") or ""):
+        words.append("copied?")
+    flags = "; ".join(words) or _cut(r.get("flags") or "", NOTE_CHARS // 2)
+    reason = r.get("reason") or ""
+    return "; ".join(x for x in (_cut(reason, NOTE_CHARS - len(flags) - 2 * bool(flags)), flags) if x)
+
+
+def _cut(text, room):
+    if len(text) <= room:
+        return text
+    return text[:max(room - 3, 0)].rsplit(" ", 1)[0].rstrip(" ,;:(") + "..."
+
+
 def print_summary(d, out):
     """The short table of class.json's students, the class's numbers, and the paths."""
     out = Path(out)
     rows = [{"student": r["name"], "status": r["status"], "score": r["score"], "of": r["graded_max"],
              "pending": r["pending"] or None, "s": r["seconds"],
-             "note": ("; ".join(x for x in (r["reason"], r["flags"]) if x))[:70]} for r in d["students"]]
+             "note": _note(r)} for r in d["students"]]
     print()
     print(rep.table(rows, [("student", "student", ""), ("status", "status", ""), ("score", "score", "d"),
                            ("of", "of", "d"), ("pending", "needs GPU", "d"), ("s", "s", ".1f"), ("note", "note", "")]))
