@@ -116,6 +116,9 @@ def test_each_static_loss_names_its_symptom_not_the_model(graded):
     assert r.status == grader.FAIL and "at most 20 bytes" in r.reason
     r = reports["skinny_atomicadd_into_c"].result("splits", "ordered")
     assert r.status == grader.FAIL and "F32" in r.reason and "run to run" in r.reason
+    # not the answer to atomic_c_before_launch (C must hold zero before the launch), nor its reason
+    q = next(q for q in G.questions if q.id == "atomic_c_before_launch")
+    assert "zero" not in r.reason.lower() and not any(w in r.reason for words in q.why for w in words), r.reason
     for rep in graded["reports"][2:]:
         for c in rep.lost():
             assert "reference" not in c.reason.lower() or "needs" in c.reason, c.reason
