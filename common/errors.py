@@ -2,6 +2,7 @@
 
     raise CourseError("no CUDA GPU found", hint="run on a machine with an NVIDIA GPU")
     NotOnThisGPU(message, hint)    a CourseError: this GPU cannot run that kernel (tests skip on it)
+    e.line                         the message and its hint on one line (a grader's reason: report rows)
     with user_errors(): main()     # prints 'error: ...' and 'hint: ...', exits 2
     cuda_error_hint(e)             -> what to do about a CUDA driver error (pycuda's), by its message
 """
@@ -17,6 +18,12 @@ class CourseError(Exception):
 
     def __str__(self):
         return self.message if not self.hint else f"{self.message}\n  what to do: {self.hint}"
+
+    @property
+    def line(self):
+        """The message and, where there is one, its hint, on one line: a grader's reason is a row of a
+        table (make grade's lost points, the JSON, the class report), and the hint says what to do."""
+        return self.message if not self.hint else f"{self.message} (what to do: {self.hint})"
 
 
 class NotOnThisGPU(CourseError):

@@ -91,6 +91,13 @@ def test_the_csv_has_a_row_per_student_a_column_per_check_and_the_total(local_cl
     for r, s in zip(rows, data["students"]):
         assert int(r["total"]) == s["score"] == sum(int(r[c]) for c in cols if r[c] != "")
         assert r["v5:correct"] == ""                  # needs a GPU: not graded, not zero
+    # NOGPU: every student out of the same points, the class's "of" theirs, and no GPU check scored
+    graded = [s for s in data["students"] if s["status"] == "graded"]
+    assert {s["graded_max"] for s in graded} == {data["summary"]["graded_max"]}, [s["graded_max"] for s in graded]
+    gpu_checks = {f"{p.name}:{c.name}" for p in small_class.g.parts for c in p.checks if getattr(c, "needs_gpu", False)}
+    for rate in data["pass_rates"]:
+        if rate["column"] in gpu_checks:
+            assert rate["passed"] == rate["failed"] == 0 and rate["rate"] is None, rate
 
 
 def test_the_html_report_is_self_contained_and_links_every_students_page(local_class):

@@ -469,3 +469,67 @@ def test_a_compile_error_inside_a_library_header_names_the_students_line():
         'layout.hpp(1234): error: static assertion failed with "Non-injective" (from line 88 of c5_wide_epilogue.cu)')
     assert static._error_line("nvcc failed\n/tmp/ws/v4.cu(82): error: expected a \";\"", "/tmp/ws/v4.cu") == \
         'v4.cu(82): error: expected a ";"'
+
+
+# ---------------------------------------------------------------------------------------------
+# What the workspace says about grading is what the grader does (every graded lab)
+# ---------------------------------------------------------------------------------------------
+
+GRADED_LABS = sorted(p.parents[1] for p in (ROOT / "labs").glob("*/grading/parts.py"))
+
+
+def _thresholds(g, c):
+    """The % a check needs, read from the grading data (None: the check has no % threshold)."""
+    return {"fast": g.SPEED_PCT, "bandwidth": c.threshold, "rules-speed": c.threshold}.get(c.kind)
+
+
+@pytest.mark.parametrize("lab_dir", GRADED_LABS, ids=[p.name for p in GRADED_LABS])
+def test_the_workspace_states_each_checks_threshold_and_every_file_it_reads(lab_dir, tmp_path):
+    """Lab 7d's README once said "speed against the reference (75 % of it earns the point)" where its
+    dispatch part needs 85 % of the course's rules, "Only your .cu files and answers.toml are read"
+    beside a graded dispatch_rules.toml, and "races" in the header of files no racecheck reads. The
+    texts are generated from the checks now; this reads the thresholds from the grading code."""
+    g = Grading(load(lab_dir))
+    ws = tmp_path / "ws"
+    W.generate(g, ws, quiet=True)
+    readme = (ws / "README.md").read_text()
+    pcts = {float(v) for p in g.parts for c in p.checks if (v := _thresholds(g, c)) is not None}
+    files = {f.name: f for f in ws.iterdir() if f.is_file()}
+    texts = {"README.md": readme, **{n: "\n".join(f.read_text().split("\n")[:2]) for n, f in files.items()
+                                     if n != "README.md" and n != "answers.toml"}}
+    for name, text in texts.items():           # no % that no check needs ("75 %" of an 85 % check)
+        said = {float(m) for m in re.findall(r"(?:at least|reach|earns?)\D{0,20}?(\d+(?:\.\d+)?) %", text)}
+        said |= {float(m) for m in re.findall(r"\((\d+(?:\.\d+)?) % of it earns", text)}
+        assert said <= pcts, (name, said - pcts, pcts)
+    for p in g.code_parts:
+        for c in p.checks:
+            line = next(l for l in readme.split("\n") if l.startswith(f"- `{c.name}` (") and c.what in l)
+            assert p.name in line.split(":")[0], (p.name, c.name, line)
+            if _thresholds(g, c) is not None:
+                assert f"{_thresholds(g, c):g} %" in line, (p.name, c.name, line)
+    for p in g.code_parts:                      # each file's header: its own parts' checks, nothing else
+        f = ws / g.kernel_files()[p.name].name
+        head = f.read_text().split("\n")[1]
+        kinds = {c.kind for q in W._parts_of(g, f) for c in q.checks}
+        assert ("races" in head) == ("race-free" in kinds), (f.name, head)
+        for c in p.checks:
+            if _thresholds(g, c) is not None:
+                assert f"{_thresholds(g, c):g} %" in head, (f.name, c.name, head)
+        assert "REFERENCE" not in head and "exercise's reference" not in f.read_text(), f.name
+    read = next(l for l in readme.split("\n") if l.startswith("What is read:"))
+    graded = [f.name for f in g.kernel_files().values()] + list(g.headers) + \
+        (["answers.toml"] if g.questions or g.predictions else [])
+    assert all(f"`{n}`" in read for n in graded) and set(graded) <= set(files), (read, graded)
+
+
+def test_lab_7ds_rules_file_states_the_speed_its_check_needs(tmp_path):
+    """The workspace's dispatch_rules.toml (its header is the lab's file's): the % of the course's
+    rules' speed that `speed` needs, read from grading/parts.py, and the table's name, [[rule]]."""
+    g = Grading(load(ROOT / "labs" / "lab07d-decode-shapes"))
+    W.generate(g, tmp_path / "ws", quiet=True)
+    text = (tmp_path / "ws" / "dispatch_rules.toml").read_text()
+    speed = g.part("dispatch").check("speed")
+    assert speed.threshold == g.lab.module("grading.parts").RULES_SPEED_PCT
+    said = {float(m) for m in re.findall(r"(\d+(?:\.\d+)?) % of the course's rules", text)}
+    assert said == {speed.threshold}, said
+    assert "named [[rule]]" in text.split("TODO(dispatch-rules)")[0]

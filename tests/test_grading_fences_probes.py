@@ -53,6 +53,8 @@ def test_a_loop_without_a_barrier_fails():
     body = [op for op in GOOD if not op.startswith("BAR")]
     (problem,) = fences.problems(_listing(body))
     assert "no barrier" in problem
+    # the symptom, not lab 7b's question own_copies_only (whose copies a thread's wait covers)
+    assert "own" not in problem and "this thread" not in problem, problem
 
 
 def test_a_barrier_before_the_wait_leaves_the_next_load_unfenced():

@@ -175,3 +175,58 @@ def test_speed_fails_on_a_wrong_result_or_no_result():
     assert "wrong result" in rules.speed_verdict(res, CHECK)[1]
     assert "did not run" in rules.speed_verdict({"error": "worker died"}, CHECK)[1]
     assert rules.speed_verdict(None, CHECK)[0] == grader.FAIL
+
+
+# ---------------------------------------------------------------------------------------------
+# What a student reads: what is accepted, and what to do (the grader keeps the hint)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,says", [
+    # a misspelled table name read as "no rules" with nothing more: the file's tables are named now
+    ("[[rules]]\nwhen = \"true\"\nuse = \"tiles\"\n", ("has no rules", "it has [[rules]]", "named [[rule]]")),
+    ("[Rule]\nwhen = \"true\"\n", ("it has [Rule]", "named [[rule]]")),
+    ("", ("has no rules", "named [[rule]]")),
+    ("[[rule]]\nwhen = \"true\"\nuse = \"cublas\"\n", ("no family 'cublas'", "gemv, splitk, tiles")),
+    ("[[rule]]\nwhen = \"tile > 1\"\nuse = \"gemv\"\n", ("no name 'tile'", "M, N, K, sms, tiles")),
+])
+def test_a_bad_rules_file_says_what_is_accepted(tmp_path, text, says):
+    with pytest.raises(CourseError) as e:
+        _load(tmp_path, text)
+    assert all(s in e.value.message for s in says), e.value.message
+    assert e.value.hint and e.value.hint in e.value.line and e.value.message in e.value.line
+
+
+def test_the_accepted_names_are_those_the_workspaces_rules_file_documents_already():
+    """Listing the families and names gives nothing away: the file's header lists them all."""
+    from pathlib import Path
+    header = (Path(__file__).resolve().parents[1] / "labs" / "lab07d-decode-shapes" / "dispatch_rules.toml").read_text()
+    header = header.split("BEGIN SOLUTION")[0]
+    for word in [*FAMILIES, *rules.NAMES, *rules.FUNCS, "[[rule]]"]:
+        assert word in header, word
+
+
+def _verdicts(tmp_path, text, gpu=False):
+    f = tmp_path / "dispatch_rules.toml"
+    f.write_text(text)
+    data = SimpleNamespace(RULES_FAMILIES=FAMILIES, RULES_TILE=TILE, RULES_SMS=132, RULES_HIDDEN=CLASSES,
+                           RULES_PER_CLASS=2, RULES_SANE=SPEC["sane"], RULES_SANE_PER_CLASS=5,
+                           RULES_SPLIT_MAX=lambda s: max(1, s.K // 256), RULES_WITH_SPLITS=WITH)
+    g = SimpleNamespace(data=data, lab=SimpleNamespace(dir=tmp_path), GPU_TIMEOUT_S=1)
+    part = SimpleNamespace(rules="dispatch_rules.toml", checks=(
+        SimpleNamespace(name="sane", kind="rules-sane", needs_gpu=False, requires=""),
+        SimpleNamespace(name="speed", kind="rules-speed", needs_gpu=True, requires="sane", threshold=85)))
+    env = SimpleNamespace(gpu=gpu, gpu_text="none (no GPU here)", seed=3)
+    return rules.verdicts(g, part, f, env, reference=f)
+
+
+@pytest.mark.parametrize("text", ["", "[[rules]]\nwhen = \"true\"\nuse = \"tiles\"\n",
+                                  "[[rule]]\nwhen = \"M <= 16\"\nuse = \"gemv\"\n", GOOD])
+def test_without_a_gpu_speed_is_never_scored_and_a_file_error_keeps_its_hint(tmp_path, text):
+    """Before: a file that could not be read failed `speed` too (0 of 4, where a sane file is 0 of 1 with 3
+    needing a GPU), and its reason lost the hint the error carried."""
+    raw = _verdicts(tmp_path, text)
+    assert raw["speed"][0] == grader.NEEDS_GPU, raw
+    if text != GOOD:
+        assert raw["sane"][0] == grader.FAIL and "what to do:" in raw["sane"][1], raw["sane"]
+    if "rules" in text:
+        assert "named [[rule]]" in raw["sane"][1]

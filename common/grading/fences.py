@@ -78,8 +78,9 @@ def problems(listing):
                        "loads may read a tile that has not landed")
             continue
         if not bars:
-            out.append(f"{where} issues cp.async copies and has no barrier (BAR.SYNC): a thread waits only for its "
-                       "own copies, and a copy may overwrite a buffer that other warps still read")
+            out.append(f"{where} issues cp.async copies and has no barrier (BAR.SYNC): its shared loads may read "
+                       "parts of a tile that have not landed, and a copy may overwrite a buffer that other warps "
+                       "still read")
             continue
         for w in waits:
             for a, op in body[w + 1:] + body[:w]:          # round the loop, from the wait back to it

@@ -10,6 +10,9 @@
 A check ends in one of four states: pass (its points), fail (none, and a reason), needs-gpu
 (neither: this machine has no GPU) or skipped (neither: a tool is missing, the reason says which).
 A check with `requires` fails when the check it requires did not pass ("needs computes first").
+Without a GPU a GPU check is needs-gpu whatever else went wrong (a file that does not compile, a rules
+file that cannot be read): it is never scored there, so every student's "graded here" is the same.
+A reason that comes from a CourseError carries its hint: "... (what to do: ...)".
 """
 import contextlib
 import os
@@ -422,7 +425,7 @@ def grade_many(g, jobs, env, progress=True):
                 try:
                     answers = answers_mod.load(job.answers)
                 except CourseError as e:
-                    answers_error = e.message
+                    answers_error = e.line             # with its hint: what to do about it
             for name in job.parts:
                 part = g.part(name)
                 if name == "questions":
@@ -514,10 +517,10 @@ def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env, probed)
     """One part's checks from what the batch found (probed: {probe check: (ok, reason)}, run already)."""
     raw = {}
     for c in part.checks:
-        if not compiled.ok:
+        if c.needs_gpu and not env.gpu:    # never scored without a GPU, not even when the file does not
+            raw[c.name] = (NEEDS_GPU, f"needs a GPU: {env.gpu_text}", {})   # compile: the same "graded
+        elif not compiled.ok:                                                 # here" for every student
             raw[c.name] = (FAIL, compiled.error, {})
-        elif c.needs_gpu and not env.gpu:
-            raw[c.name] = (NEEDS_GPU, f"needs a GPU: {env.gpu_text}", {})
         elif c.kind == "correct":
             raw[c.name] = _correct(gpu_res)
         elif c.kind == "fast":
@@ -601,13 +604,13 @@ def _predictions(g, part, answers, error, env, measured):
     out, rows = [], []
     for p, c in zip(g.predictions, part.checks):
         m = values.get(p.id)
-        if error:
+        if not p.computed and source is None:     # first: not scored here, whatever answers.toml holds
+            status, reason = NEEDS_GPU, "needs a GPU (and no recorded run in results/ to compare with)"
+        elif error:
             status, reason = FAIL, error
         elif p.computed:
             ok, reason = grade_prediction(p, given.get(p.id), None)
             status = PASS if ok else FAIL
-        elif source is None:
-            status, reason = NEEDS_GPU, "needs a GPU (and no recorded run in results/ to compare with)"
         else:
             ok, reason = grade_prediction(p, given.get(p.id), m, g.PREDICTION_FACTOR)
             status = PASS if ok else FAIL

@@ -7,6 +7,7 @@ never run: each rule's `when` and `splits` are expressions in a small safe langu
     facts(M, N, K, sms, tile)      -> Facts: what an expression sees (M, N, K, sms, tiles)
     hidden_shapes(classes, seed, n_per_class) -> [(M, N, K)]: drawn at grading time, never listed anywhere
     verdicts(g, part, source, env)  -> {check: (status, reason, details)}: rules-sane here, rules-speed on a GPU
+                                      (needs-gpu without one, even when the file cannot be read)
     sane_verdict(...), speed_verdict(res, check) -> (status, reason, details)   (tested on synthetic data)
 
 The rules file:
@@ -86,7 +87,10 @@ class Expr:
                                   hint=f"names {', '.join(NAMES)}; + - * / // %; comparisons; and, or, not; "
                                        f"{', '.join(FUNCS)}")
             if isinstance(n, ast.Name) and n.id not in NAMES + ("True", "False") + tuple(FUNCS):
-                raise CourseError(f"{where}: {self.text!r}: no name {n.id!r}", hint=f"names: {', '.join(NAMES)}")
+                raise CourseError(f"{where}: {self.text!r}: no name {n.id!r}: the names are {', '.join(NAMES)}, "
+                                  "true and false",
+                                  hint=f"the functions are {', '.join(FUNCS)}; the operators + - * / // %, "
+                                       "comparisons, and, or, not")
             if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in FUNCS and not n.keywords):
                 raise CourseError(f"{where}: {self.text!r}: only {', '.join(FUNCS)} may be called")
             if isinstance(n, ast.Constant) and not isinstance(n.value, (int, float, bool)):
@@ -182,7 +186,12 @@ def load(path, families, with_splits=()):
     data = _toml(path)
     rows = data.get("rule")
     if not rows:
-        raise CourseError(f"{Path(path).name} has no rules", hint="write one [[rule]] table per rule, first match wins")
+        # a misspelled table name ([[rules]], [[Rule]]) reads as no rules at all: say what the file has
+        other = [f"[[{k}]]" if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)
+                 else f"[{k}]" if isinstance(v, dict) else f"`{k} = ...`" for k, v in data.items() if k != "rule"]
+        has = f"it has {', '.join(other)}, and " if other else ""
+        raise CourseError(f"{Path(path).name} has no rules: {has}each rule is a table named [[rule]]",
+                          hint='one [[rule]] table per rule, each with when = "..." and use = "...", first match wins')
     form = 'each rule is a [[rule]] table: when = "...", use = "..." (and splits = "..." where the family takes it)'
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise CourseError(f"{Path(path).name}: `rule` is {type(rows).__name__ if not isinstance(rows, list) else 'a list of values'}, "
@@ -199,7 +208,8 @@ def load(path, families, with_splits=()):
             raise CourseError(f"{where}: a rule has `when`, `use` and, for {', '.join(with_splits) or 'no family'}, "
                               f"`splits`; it has {', '.join(sorted(row))}")
         if row["use"] not in families:
-            raise CourseError(f"{where}: no family {row['use']!r}", hint=f"families: {', '.join(families)}")
+            raise CourseError(f"{where}: no family {row['use']!r}: use is one of {', '.join(families)}",
+                              hint="the rules file's header says what each family runs")
         takes = row["use"] in with_splits
         if takes != ("splits" in row):
             raise CourseError(f"{where}: {row['use']} {'needs' if takes else 'takes no'} `splits`")
@@ -278,7 +288,7 @@ def sane_verdict(rules, shapes, spec, sms):
         try:
             p = plan(rules, s, spec["split_max"])
         except CourseError as e:
-            return FAIL, f"{cls} shape {s.shape}: {e.message}", {}
+            return FAIL, f"{cls} shape {s.shape}: {e.line}", {}
         for name, applies, holds, symptom in spec["sane"]:
             if applies(s) and not holds(s, p):
                 bad.append((name, s, p, symptom))
@@ -324,16 +334,16 @@ def verdicts(g, part, source, env, reference=None):
             raise CourseError(f"{part.rules} is missing from the workspace")
         rules, err = load(source, spec["families"], spec["with_splits"]), ""
     except CourseError as e:
-        rules, err = None, e.message
+        rules, err = None, e.line             # with its hint: what to do about it
     gpu_res = None
     for c in part.checks:                 # in order: a check's `requires` comes before it
-        if err:
+        if c.needs_gpu and not env.gpu:   # never scored without a GPU, whatever the file: every student's
+            raw[c.name] = (NEEDS_GPU, f"needs a GPU: {env.gpu_text}", {})    # "graded here" is the same
+        elif err:
             raw[c.name] = (FAIL, err, {})
         elif c.kind == "rules-sane":
             many = hidden_shapes(spec["classes"], env.seed + 1, spec["sane_per_class"])
             raw[c.name] = sane_verdict(rules, shapes + many, spec, spec["sms"])
-        elif c.needs_gpu and not env.gpu:
-            raw[c.name] = (NEEDS_GPU, f"needs a GPU: {env.gpu_text}", {})
         elif c.requires and raw.get(c.requires, (PASS,))[0] != PASS:
             raw[c.name] = (FAIL, f"needs {c.requires} first", {})
         else:

@@ -220,7 +220,7 @@ def _problems(kind, variant, r, facts, threshold=0):
         fl, it = atomics(facts["opcodes"])
         if fl:
             return [f"floating-point atomics ({_fmt_ops(fl)}): partial sums added in whatever order the blocks "
-                    "arrive, so the low bits change from run to run (and C must be zeroed first)"]
+                    "arrive, so the low bits change from run to run"]
         if not it:
             return ["no atomic counter: no block can tell when the other splits' partial tiles are written, "
                     "so the partials are never added (or added before they exist)"]

@@ -249,7 +249,9 @@ def test_selftest_expectations_hold_without_a_gpu(graded):
     assert all(v >= 0 for v in graded["env"].phases.values())
 
 
-def test_a_kernel_that_does_not_compile_loses_every_point_with_the_nvcc_error_line(tmp_path):
+def test_a_kernel_that_does_not_compile_loses_every_point_graded_here_with_the_nvcc_error_line(tmp_path):
+    """Its static checks fail with nvcc's line; its GPU checks stay needs-gpu without a GPU (never
+    scored there: every student's "graded here" is the same, compiling or not)."""
     need_sass()
     ws = tmp_path / "ws"
     W.generate(G, ws, solution=True, quiet=True)
@@ -261,11 +263,18 @@ def test_a_kernel_that_does_not_compile_loses_every_point_with_the_nvcc_error_li
     env = grader.environment(g, gpu=False, arch=ARCH, seed=1, work=tmp_path / "work")
     r = grader.grade_many(g, [grader.workspace_job(g, ws, parts=["v4", "v5"])], env, progress=False)[0]
     for c in r.part("v4").checks:
+        if G.part("v4").check(c.check).needs_gpu:
+            assert c.status == grader.NEEDS_GPU, (c.check, c.reason)
+            continue
         assert c.status == grader.FAIL
         assert re.match(r"does not compile: v4_1d_blocktiling\.cu\(\d+\): error", c.reason), c.reason
     assert len([l for l in r.lost_lines() if "v4" in l]) == 1        # one line for one reason
     for c in r.part("v5").checks:
+        if G.part("v5").check(c.check).needs_gpu:
+            assert c.status == grader.NEEDS_GPU, (c.check, c.reason)
+            continue
         assert c.status == grader.FAIL and "sgemm_v5_2d_blocktiling is missing" in c.reason
+    assert r.graded_max == sum(c.points for p in ("v4", "v5") for c in G.part(p).checks if not c.needs_gpu)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -116,9 +116,51 @@ def test_each_static_loss_names_its_symptom_not_the_model(graded):
     assert r.status == grader.FAIL and "at most 20 bytes" in r.reason
     r = reports["skinny_atomicadd_into_c"].result("splits", "ordered")
     assert r.status == grader.FAIL and "F32" in r.reason and "run to run" in r.reason
+    # not the answer to atomic_c_before_launch (C must hold zero before the launch), nor its reason
+    q = next(q for q in G.questions if q.id == "atomic_c_before_launch")
+    assert "zero" not in r.reason.lower() and not any(w in r.reason for words in q.why for w in words), r.reason
     for rep in graded["reports"][2:]:
         for c in rep.lost():
             assert "reference" not in c.reason.lower() or "needs" in c.reason, c.reason
+
+
+def test_without_a_gpu_every_student_is_graded_out_of_the_same_points(graded, tmp_path):
+    """A walkthrough found the untouched workspace at "dispatch 0 of 4" (its empty rules file failed
+    `speed` too) and "0 of 1 (3 need a GPU)" once it held one sane rule; a class's denominators were 12
+    or 15. Without a GPU no GPU check is scored, whatever the file: a rules file that cannot be read, a
+    kernel that does not compile, a missing answers.toml."""
+    import shutil
+    g, env = graded["g"], graded["env"]
+    ws = {}
+    for name in ("untouched", "bad_rules", "no_compile", "no_answers", "one_rule"):
+        ws[name] = tmp_path / name
+        shutil.copytree(graded["root"] / "ws" / "untouched", ws[name])
+    (ws["bad_rules"] / "dispatch_rules.toml").write_text('[[rules]]\nwhen = "true"\nuse = "tiles"\n')
+    (ws["no_compile"] / "gemv.cu").write_text((ws["no_compile"] / "gemv.cu").read_text() + "\nthis is not C++;\n")
+    (ws["no_answers"] / "answers.toml").unlink()
+    (ws["one_rule"] / "dispatch_rules.toml").write_text('[[rule]]\nwhen = "true"\nuse = "gemv"\n')
+    jobs = [grader.workspace_job(g, graded["root"] / "ws" / "reference", name="reference")] + \
+        [grader.workspace_job(g, w, name=n) for n, w in ws.items()]
+    reports = grader.grade_many(g, jobs, env, progress=False)
+    want = {p.name: (p.graded_max, p.pending) for p in reports[0].parts}
+    assert want["dispatch"] == (1, 3) and want["gemv"] == (1, 5)
+    for r in reports:
+        assert {p.name: (p.graded_max, p.pending) for p in r.parts} == want, (r.name, r.text())
+        assert r.graded_max == reports[0].graded_max
+        for p in (p for p in r.parts if p.name not in ("questions", "predictions")):
+            for c in p.checks:
+                if g.part(p.name).check(c.check).needs_gpu:
+                    assert c.status == grader.NEEDS_GPU, (r.name, p.name, c.check, c.status)
+    bad = next(r for r in reports if r.name == "bad_rules")
+    sane = bad.result("dispatch", "sane")
+    assert sane.status == grader.FAIL and "named [[rule]]" in sane.reason and "what to do:" in sane.reason
+    assert "what to do:" in bad.text() and any("what to do:" in l for l in bad.to_json()["lost"])
+    assert "what to do:" in next(c for p in bad.to_json()["parts"] if p["part"] == "dispatch"
+                                 for c in p["checks"] if c["check"] == "sane")["reason"]
+    gone = next(r for r in reports if r.name == "no_answers")
+    assert all("what to do:" in c.reason for c in gone.part("questions").checks), gone.lost_lines()
+    assert "score: 0 of 12 points graded here (13 more need a GPU" in next(
+        r for r in reports if r.name == "untouched").text()
 
 
 # ---------------------------------------------------------------------------------------------
