@@ -14,6 +14,7 @@
     workspace, grade, grade-selftest       the graded exercises (common/grading)
     grade-class, grade-class-demo          a whole class: here, or as a Slurm job array (classroom.py)
     labs       list the labs
+    help       the lab's own lines of `make help` (kernels, graded parts, what the ncu tables profile)
 """
 import argparse
 import math
@@ -86,7 +87,7 @@ def parser():
     t.add_argument("--builds", default=None, help="builds separated by ';', each NAME=value[,NAME=value]")
     t.add_argument("--sizes", default=None, help="comma list of squares (4096) or MxNxK shapes (default 4096)")
     t.add_argument("--rounds", type=number("ROUNDS", 1, example=3), default=None, help="rounds per size (default 3)")
-    for name, what in (("ncu-table", "ncu on the FFMA kernels and cuBLAS SGEMM"),
+    for name, what in (("ncu-table", "ncu on the lab's FP32 kernels and cuBLAS SGEMM"),
                        ("ncu-tensor", "ncu on the tensor-core kernels and cuBLAS"),
                        ("sanitize", "compute-sanitizer's four tools over every kernel and variant")):
         t = target(name, what)
@@ -152,6 +153,7 @@ def parser():
     t.add_argument("--color", default="auto", choices=("auto", "always", "never"),
                    help="auto: on a terminal only (not when piped, nor with NO_COLOR set)")
     target("labs", "list the labs", lab=False)
+    target("help", "the lab's own lines of make help: its kernels, graded parts, what its ncu tables profile")
     return p
 
 
@@ -173,6 +175,10 @@ def main(argv=None):
             diff(load(args.lab) if args.lab else None, args, labs=None if args.lab else [load(d) for d in all_lab_dirs()])
             return 0
         lab = load(args.lab)
+        if args.target == "help":
+            from .targets import lab_help
+            lab_help(lab)
+            return 0
         if args.target in GRADING:
             from . import grading
             return grading.main(lab, args)
