@@ -68,15 +68,33 @@ test: $(SETUP)
 	   if [ $$s -eq 0 ]; then echo "built {}"; else echo "make build failed in {}"; fi; exit $$s' || exit 1
 	@$(call RUN_TESTS,$(TEST_PATHS))
 
-$(filter-out workspace,$(LAB_TARGETS)): $(SETUP)
-	@for d in $(call LABS_OF,$@); do echo "== $$d: make $@"; $(MAKE) --no-print-directory -C $$d $@ $(LAB_VARS) || exit 1; done
+# each lab's make is told the LAB= that reaches it from here (COURSE_TOP_LAB): the commands it prints
+# as next steps name it, as they must when typed here (common.report.make_command)
+TOP_LAB = COURSE_TOP_LAB=$(or $(LAB),$$(basename $$d))
+
+$(filter-out workspace grade,$(LAB_TARGETS)): $(SETUP)
+	@for d in $(call LABS_OF,$@); do echo "== $$d: make $@"; $(TOP_LAB) $(MAKE) --no-print-directory -C $$d $@ $(LAB_VARS) || exit 1; done
+
+# several labs: each that has a workspace is graded, each without one is skipped, saying how to make it
+# (one lab: its own grade says there is none). make -n shows every lab's command: it grades nothing.
+DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
+grade: $(SETUP)
+	@skipped=; for d in $(GRADED_LABS); do ws=$(call WORKSPACE_OF,$$d); \
+	  if [ -n "$(word 2,$(GRADED_LABS))" ] && [ -z "$(DRY_RUN)" ] && [ ! -d "$$ws" ]; then \
+	    echo "== $$d: skipped, there is no workspace at $$ws: make workspace LAB=$$(basename $$d)$(if $(WORKSPACE), WORKSPACE=$$ws) makes it"; \
+	    skipped="$$skipped $$(basename $$d)"; continue; fi; \
+	  echo "== $$d: make grade"; $(TOP_LAB) $(MAKE) --no-print-directory -C $$d grade $(LAB_VARS) || exit 1; done; \
+	  [ -z "$$skipped" ] || echo "not graded (no workspace):$$skipped"; \
+	  if [ "$$(echo $$skipped | wc -w)" -eq "$(words $(GRADED_LABS))" ]; then \
+	    echo "error: no lab has a workspace to grade"; \
+	    echo "  what to do: make workspace$(if $(WORKSPACE), WORKSPACE=$(WORKSPACE)) makes every lab's (LAB=<lab>: one)"; exit 2; fi
 
 # a lab whose workspace exists already is left alone (it may hold your work), and the others are made
 workspace: $(SETUP)
 	@for d in $(GRADED_LABS); do ws=$(call WORKSPACE_OF,$$d); \
 	  if [ -z "$(FORCE)" ] && [ -n "$$(ls -A "$$ws" 2>/dev/null)" ]; then \
 	    echo "== $$d: $$ws exists: kept as it is (FORCE=1 replaces it, keeping the old one as $$ws.old)"; continue; fi; \
-	  echo "== $$d: make workspace"; $(MAKE) --no-print-directory -C $$d workspace WORKSPACE=$$ws || exit 1; done
+	  echo "== $$d: make workspace"; $(TOP_LAB) $(MAKE) --no-print-directory -C $$d workspace WORKSPACE=$$ws || exit 1; done
 
 # a rung against the one before it: the lab whose table has KERNEL (or LAB=), no loop over the labs
 diff: $(SETUP)

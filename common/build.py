@@ -4,6 +4,8 @@
                                    rows that say they run there: Kernel.min_arch)
     arch_number("sm_90a")          -> 90, for comparing architectures
     resolve_archs(arch)            'sm_86' / 'all' / None (the GPU's own, else all) -> list
+    check_arch(arch, several=True) ARCH as given, checked before anything is built or graded: an
+                                   architecture the course does not build for is refused, naming them
     compile_cubin(src, out, arch, defines, flags, include_dirs) -> {kernel: resources}; rebuilds
                                    only when stale: the contents of the source or of a header it
                                    includes ("..."), the defines, the flags, the include directories
@@ -31,6 +33,8 @@ from . import writes
 from .errors import CourseError
 
 ALL_ARCHS = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_120"]
+# the architecture-specific ('a') builds the course makes: a row's Kernel.archs (wgmma's Hopper-only rows)
+A_ARCHS = ["sm_90a"]
 OLDEST_ARCH = ALL_ARCHS[0]
 NVCC_FLAGS = ["-cubin", "-O3", "-std=c++17", "-lineinfo", "-Xptxas", "-v"]
 
@@ -76,15 +80,33 @@ def resolve_archs(arch=None):
     if arch in (None, ""):
         found = detect_arch()
         return [found] if found else list(ALL_ARCHS)
-    if arch == "all":
+    return check_arch(arch)
+
+
+def check_arch(arch, several=True):
+    """ARCH as the user gave it -> the architectures it names ('all': every one; several=False, for
+    grading, which reads one architecture's SASS: one name only). Anything else is a CourseError naming
+    the ones the course builds for, raised before anything is compiled: nvcc's "Unsupported gpu
+    architecture" would otherwise read as the student's compile error, and a name that is not one as
+    the grader's crash."""
+    valid = ", ".join(sorted(ALL_ARCHS + A_ARCHS, key=lambda a: (arch_number(a), a)))
+    arch = (arch or "").strip()
+    if arch == "all" and several:
         return list(ALL_ARCHS)
     archs = [a.strip() for a in arch.split(",")]
+    if arch == "all" or (len(archs) > 1 and not several):
+        raise CourseError(f"ARCH={arch} names more than one architecture; grading reads one architecture's SASS",
+                          hint=f"give one of {valid}, or no ARCH (this GPU's, or the lab's default without one)")
     for a in archs:
         if not re.fullmatch(r"sm_\d{2,3}a?", a):
-            raise CourseError(f"ARCH={a!r} is not an architecture name", hint="use e.g. ARCH=sm_86, or ARCH=all")
+            raise CourseError(f"ARCH={a!r} is not an architecture name",
+                              hint=f"use one of {valid}" + (", or ARCH=all" if several else ""))
         if arch_number(a) < arch_number(OLDEST_ARCH):
             raise CourseError(f"{a} is older than {OLDEST_ARCH}; the course's kernels need Turing (sm_75) or newer",
-                              hint=f"use ARCH={', '.join(ALL_ARCHS)}")
+                              hint=f"use one of {valid}")
+        if a not in ALL_ARCHS + A_ARCHS:
+            raise CourseError(f"ARCH={a} is not an architecture the course builds for",
+                              hint=f"use one of {valid}" + (", or ARCH=all" if several else ""))
     return archs
 
 

@@ -47,10 +47,11 @@ def _driver():
         import pycuda.driver as cuda
     except ImportError as e:
         if detect_arch() is None:
-            raise CourseError("this needs a CUDA GPU, and this machine has none (nvidia-smi finds no NVIDIA GPU)",
-                              hint="run it on a machine with an NVIDIA GPU; `make`, `make sass` and the CPU "
-                                   "tests of `make test` work here") from None
-        raise CourseError(f"PyCUDA is not installed ({e})", hint=_NO_PYCUDA_HINT) from None
+            # no brackets: gpu_status's text is quoted inside others' ("GPU: none (...)")
+            raise CourseError("nvidia-smi finds no NVIDIA GPU on this machine",
+                              hint="this needs a CUDA GPU: run it on a machine with an NVIDIA GPU; `make`, "
+                                   "`make sass` and the CPU tests of `make test` work here") from None
+        raise CourseError(f"PyCUDA is not installed: {e}", hint=_NO_PYCUDA_HINT) from None
     try:
         cuda.init()
     except Exception as e:  # pycuda raises its own types; any of them means no usable driver

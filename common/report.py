@@ -4,6 +4,7 @@
     run_info(root)                       commit (and whether the tree was dirty), date, host
     write_json(path, record)             pretty JSON, folders created
     progress(i, n, what)                 one overwritten status line on a terminal, plain lines in a log
+    make_command("grade-class SUBMISSIONS=d")  `make ...` as a next step, with LAB= when make ran from the top
 """
 import datetime
 import json
@@ -74,3 +75,12 @@ def progress(i, n, what, transient=False):
         print("\r\033[K" + msg, end="" if i < n else "\n", file=sys.stderr, flush=True)
     elif not transient:
         print(msg, file=sys.stderr, flush=True)
+
+
+def make_command(args):
+    """`make <args>` as a next step to print. From the course's top folder (the top Makefile gives each
+    lab's make COURSE_TOP_LAB) it names the lab, LAB=...: there, without it, the command runs for every
+    lab, each with a folder of its own under the one given, and stops at the first it does not fit."""
+    lab = os.environ.get("COURSE_TOP_LAB")
+    target, _, rest = args.partition(" ")
+    return " ".join(w for w in ("make", target, f"LAB={lab}" if lab else "", rest) if w)

@@ -14,6 +14,7 @@ What each reads from the lab's table (common.lab):
                class is recorded in results/<lab>-tuned_<gpu>.json, and bench times it as "name (tuned)";
                the profilers take it as NAME:tuned (make ncu-table adds that row where there is one)
     selfcheck  SELFCHECK_SHAPES, every variant of every row on each shape it serves
+    help       the lab's own lines of `make help`: its kernels, graded parts and what its ncu tables profile
 """
 import datetime
 import os
@@ -35,6 +36,22 @@ def _shown(lab, path):
         return str(Path(path).relative_to(lab.dir))
     except ValueError:
         return str(path)
+
+
+# --- make help -------------------------------------------------------------------------------
+
+def lab_help(lab):
+    """The lab's own lines of `make help`, above mk/lab.mk's text (which is the same for every lab):
+    the names its targets take (KERNEL=, PARTS=) and what its ncu-table and ncu-tensor profile."""
+    from .grading.spec import Grading, has_grading
+    from .profiling import ncu_table_names, ncu_tensor_names
+    print(lab.title)
+    print(f"  kernels (KERNEL=, KERNELS=): {', '.join(k.name for k in lab.own())}")
+    print("  graded parts (PARTS=): " + (", ".join(p.name for p in Grading(lab).parts) if has_grading(lab)
+                                         else "none, this lab has no graded exercises"))
+    for target, names in (("ncu-table", ncu_table_names(lab)), ("ncu-tensor", ncu_tensor_names(lab))):
+        print(f"  {target} profiles: {', '.join(names) or 'nothing in this lab'}")
+    print()
 
 
 # --- make build ------------------------------------------------------------------------------

@@ -7,19 +7,19 @@
 #                    sweep, GB/s against the copy bandwidth where memory-bound; KERNEL=gemm: the dispatcher
 #   make sass        opcode counts per kernel (FFMA, LDS, LDS.128, HMMA, LDSM, LDGSTS, ...)
 #   make tune        other tile parameters of the tuning kernels; the best is recorded for bench (LADDER=fp32)
-#   make bounds      KERNEL=t4: the kernel beside builds without its copies, math or barrier (SIZE= BK=)
-#   make diff        KERNEL=k6: what the rung changes, against the rung before it in its ladder (SIDE=1:
+#   make bounds      KERNEL=name: the kernel beside builds without its copies, math or barrier (SIZE= BK=)
+#   make diff        KERNEL=name: what the rung changes, against the rung before it in its ladder (SIDE=1:
 #                    two aligned columns; CONTEXT=3 lines around each change; colored on a terminal)
-#   make compare     KERNEL=c6 BUILDS='GROUP=16;GROUP=4,STAGES=4': a kernel beside other builds of itself,
+#   make compare     KERNEL=name BUILDS='BK=16;BK=32,STAGES=4': a kernel beside other builds of itself,
 #                    ROUNDS rounds per size (SIZES=4096,8192), each against cuBLAS in the same run
 #   make accuracy    error vs K (256..65536) against float64: cuBLAS SGEMM, TF32, 3xTF32, the lab's ACCURACY_ROWS
 #                    (QUICK=1: K <= 4096; KS=256,4096; SIZE=512), a table, a JSON record and a chart
-#   make ncu-table   ncu on the FFMA kernels and cuBLAS SGEMM: shared loads per FFMA, wavefronts, stalls
-#   make ncu-tensor  ncu on the tensor-core kernels and cuBLAS: Speed of Light, tensor pipes, memory
+#   make ncu-table   ncu on the lab's FP32 kernels and cuBLAS (above): shared loads per FFMA, wavefronts, stalls
+#   make ncu-tensor  ncu on the tensor-core kernels and cuBLAS (above): Speed of Light, tensor pipes, memory
 #   make ncu KERNEL=name   the full ncu report of one kernel (GUI), and its samples per SASS instruction
 #   make sanitize    compute-sanitizer memcheck, racecheck, synccheck, initcheck on every kernel
 #   make workspace   your exercises: the kernels with TODOs (WORKSPACE=path; FORCE=1 replaces)
-#   make grade       grade the workspace, then the score report (PARTS=v4,v6 NOGPU=1 JSON=file)
+#   make grade       grade the workspace, then the score report (PARTS=a,b of the parts above; NOGPU=1 JSON=file)
 #   make grade-selftest  the grader graded: reference full marks, untouched zero, known-wrong kernels lose
 #   make grade-class SUBMISSIONS=dir   a class: a folder or .tar.gz/.zip per student, each graded in its own
 #                    worker (JOBS= TIMEOUT= FORCE=1 SEED= SEEDS=student PARTS= NOGPU=1 OUT=); class.html, .csv
@@ -113,5 +113,6 @@ grade-class-demo:
 clean:
 	rm -rf build reports
 
+# the lab's own names first (its kernels, parts, ncu tables), then this file's opening comment, the same for every lab
 help:
-	@sed -n '2,29p' $(COURSE_ROOT)/mk/lab.mk | sed 's/^# \{0,1\}//'
+	@$(COURSE) help --lab $(LAB_DIR); awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' $(COURSE_ROOT)/mk/lab.mk

@@ -143,6 +143,39 @@ def test_arch_names_are_checked():
         build.resolve_archs("ampere")
 
 
+@pytest.mark.parametrize("arch, words", [
+    ("sm_99", "ARCH=sm_99 is not an architecture the course builds for"),    # nvcc: "Unsupported gpu architecture"
+    ("sm_100", "ARCH=sm_100 is not an architecture the course builds for"),
+    ("sm_86a", "ARCH=sm_86a is not an architecture the course builds for"),
+    ("bogus", "ARCH='bogus' is not an architecture name"),
+    ("sm_80,sm_99", "ARCH=sm_99 is not"),
+])
+def test_an_architecture_the_course_does_not_build_for_is_refused_naming_the_ones_it_does(arch, words):
+    """Refused before nvcc runs: its "Unsupported gpu architecture" read as the student's compile error
+    in make grade, and as a ptxas log to read in make sass."""
+    for several in (True,) if "," in arch else (True, False):     # grading: one name (next test)
+        with pytest.raises(CourseError) as e:
+            build.check_arch(arch, several=several)
+        assert words in e.value.message
+        assert "sm_75, sm_80, sm_86, sm_89, sm_90, sm_90a, sm_120" in e.value.hint
+
+
+def test_grading_takes_one_architecture_and_the_a_form_the_course_builds():
+    assert build.check_arch("sm_90a") == ["sm_90a"] and build.check_arch("sm_90a", several=False) == ["sm_90a"]
+    assert build.check_arch("sm_80, sm_90") == ["sm_80", "sm_90"]
+    assert build.check_arch("all") == build.ALL_ARCHS
+    for arch in ("all", "sm_80,sm_90"):
+        with pytest.raises(CourseError, match="more than one architecture") as e:
+            build.check_arch(arch, several=False)
+        assert "ARCH=all" not in e.value.hint
+
+
+def test_every_a_form_a_row_is_built_for_is_one_arch_accepts():
+    from common.lab import all_lab_dirs, load
+    wanted = {a for d in all_lab_dirs() for k in load(d).all_kernels for a in (k.archs or ())}
+    assert wanted <= set(build.ALL_ARCHS + build.A_ARCHS), wanted
+
+
 def test_sass_counts_exact_opcodes(sources):
     try:
         sass.find_cuobjdump()

@@ -35,3 +35,28 @@ def test_table_columns_line_up():
     assert len({len(l) for l in lines[:2]}) == 1
     assert lines[3].endswith("41.2") and lines[4].endswith("-")
     assert all(l.rstrip() == l for l in lines)
+
+
+def test_the_no_gpu_text_reads_inside_the_graders_brackets(monkeypatch, tmp_path):
+    """gpu_status's text is quoted in brackets by others ("GPU: none (...)"): it has none of its own,
+    or the grade report read "none (this needs a CUDA GPU, and this machine has none (nvidia-smi ...))"."""
+    import builtins
+    from common.grading import grader
+    from common.grading.spec import Grading
+    from common.lab import load
+    real = builtins.__import__
+
+    def without_pycuda(name, *a, **kw):
+        if name.startswith("pycuda"):
+            raise ImportError("No module named 'pycuda'")
+        return real(name, *a, **kw)
+    monkeypatch.setattr(builtins, "__import__", without_pycuda)
+    for arch in (None, "sm_90"):                      # no GPU at all; a GPU and no PyCUDA
+        monkeypatch.setattr(device, "detect_arch", lambda: arch)
+        with pytest.raises(device.CourseError) as e:
+            device._driver()
+        assert "(" not in e.value.message and e.value.hint, e.value.message
+    monkeypatch.setattr(builtins, "__import__", real)
+    monkeypatch.setattr(device, "gpu_status", lambda: (False, "nvidia-smi finds no NVIDIA GPU on this machine"))
+    env = grader.environment(Grading(load("lab07d-decode-shapes")), work=tmp_path)
+    assert env.gpu_text == "none (nvidia-smi finds no NVIDIA GPU on this machine)"

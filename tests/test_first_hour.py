@@ -129,6 +129,86 @@ def test_workspace_at_the_top_names_a_folder_per_lab_in_this_course():
 
 
 @needs_make
+def test_grade_from_the_top_grades_the_labs_with_a_workspace_and_names_the_others(course):
+    """`make grade` from the top, several graded labs: one without a workspace no longer stops it before
+    the next (a student who made only lab 7d's never had it graded); the skipped are named, with the
+    command that makes each. None at all is an error; one lab (LAB=) is its own grade's to refuse."""
+    (course.root / "labs" / "lab02-beta" / "grading").mkdir()
+    (course.root / "labs" / "lab02-beta" / "grading" / "parts.py").write_text("")
+    (course.root / "labs" / "lab02-beta" / "workspace").mkdir()
+    status, out = course.make("grade")
+    assert status == 0, out
+    grades = [c for c in course.calls() if c.startswith("-m common grade ")]
+    assert len(grades) == 1 and "labs/lab02-beta --workspace" in grades[0], grades
+    assert "lab01-alpha: skipped, there is no workspace at" in out
+    assert "make workspace LAB=lab01-alpha makes it" in out and "not graded (no workspace): lab01-alpha" in out
+    shutil.rmtree(course.root / "labs" / "lab02-beta" / "workspace")
+    status, out = course.make("grade")
+    assert status == 2 and "error: no lab has a workspace to grade" in out and "what to do: make workspace" in out
+    course.log.unlink()
+    course.make("grade", "LAB=lab01")
+    assert any(c.startswith("-m common grade --lab") and "lab01-alpha" in c for c in course.calls())
+
+
+def _make_here(*args, cwd=ROOT):
+    """This checkout's make, run for real with this Python (nothing that compiles)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "COURSE_TOP_LAB")}
+    p = subprocess.run(["make", "--no-print-directory", f"PYTHON={sys.executable}", *args], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout + p.stderr
+
+
+@needs_make
+def test_next_steps_printed_from_the_top_name_the_lab_and_work_when_followed(tmp_path):
+    """From the top, `make grade-class` without LAB= runs for every lab, each with SUBMISSIONS/<lab>:
+    the demo's "next:" line lacked LAB= and, followed, found no lab07-matmul-registers folder."""
+    ws, demo = tmp_path / "ws", tmp_path / "demo"
+    status, out = _make_here("workspace", "LAB=lab07d", f"WORKSPACE={ws}")
+    assert status == 0, out
+    assert f"then `make grade LAB=lab07d WORKSPACE={ws}`" in out, out
+    status, out = _make_here("-n", "grade", "LAB=lab07d", f"WORKSPACE={ws}")
+    assert status == 0 and f"--workspace {ws} " in out, out
+    status, out = _make_here("grade-class-demo", "LAB=lab07d", f"DEST={demo}")
+    assert status == 0, out
+    follow = re.search(r"next: (make grade-class LAB=lab07d SUBMISSIONS=\S+)", out)
+    assert follow and follow.group(1).endswith(f"SUBMISSIONS={demo}"), out
+    status, out = _make_here("-n", *follow.group(1).split()[1:])
+    assert status == 0 and f"--submissions {demo} " in out and "lab07d-decode-shapes" in out, out
+    status, out = _make_here("-C", "labs/lab07d-decode-shapes", "workspace", f"WORKSPACE={tmp_path / 'mine'}")
+    assert f"then `make grade WORKSPACE={tmp_path / 'mine'}`" in out, out      # in the lab's folder: no LAB=
+
+
+@needs_make
+@pytest.mark.parametrize("target", ["grade", "grade-class", "sass", "build"])
+def test_an_arch_the_course_does_not_build_for_is_refused_by_each_target_that_takes_it(target, tmp_path):
+    """ARCH=bogus crashed the grader inside pytest (a traceback, "the grader itself failed"); ARCH=sm_99
+    was graded as the student's compile error ("nvcc fatal: Unsupported gpu architecture"). Both are
+    refused at once, naming the architectures there are."""
+    for arch, words in (("bogus", "ARCH='bogus' is not an architecture name"),
+                        ("sm_99", "ARCH=sm_99 is not an architecture the course builds for")):
+        status, out = _make_here("-C", "labs/lab07d-decode-shapes", target, f"ARCH={arch}", "PARTS=gemv",
+                                 f"WORKSPACE={tmp_path}", f"SUBMISSIONS={tmp_path}")
+        assert status == 2 and words in out and "sm_90a" in out, out
+        assert "Traceback" not in out and "compile" not in out and "grader itself failed" not in out
+
+
+@needs_make
+@pytest.mark.parametrize("lab_dir", all_lab_dirs(), ids=lambda d: d.name)
+def test_a_labs_help_names_its_own_parts_and_what_its_ncu_table_profiles(lab_dir):
+    """make help in lab 7d showed lab 7's PARTS=v4,v6 and "FFMA kernels and cuBLAS SGEMM"."""
+    from common.grading.spec import Grading, has_grading
+    from common.profiling import ncu_table_names
+    lab = load(lab_dir)
+    status, out = _make_here("-C", str(lab_dir), "help")
+    assert status == 0 and out.startswith(lab.title), out
+    if has_grading(lab):
+        assert "graded parts (PARTS=): " + ", ".join(p.name for p in Grading(lab).parts) in out
+    assert "ncu-table profiles: " + (", ".join(ncu_table_names(lab)) or "nothing in this lab") in out
+    assert "PARTS=v4,v6" not in out and "FFMA kernels and cuBLAS SGEMM" not in out
+    assert "make grade-class SUBMISSIONS=dir" in out                    # the course's text, after the lab's
+
+
+@needs_make
 def test_make_test_is_quiet_a_line_per_lab_and_the_details_on_request(course):
     status, out = course.make("test")
     assert status == 0, out

@@ -89,7 +89,7 @@ class Plan:
         path = Path(out) / "manifest.json"
         if not path.exists():
             raise CourseError(f"{path} is not there: nothing has been graded into {out}",
-                              hint="run `make grade-class SUBMISSIONS=dir` first (OUT= where it wrote)")
+                              hint=f"run `{rep.make_command('grade-class SUBMISSIONS=dir')}` first (OUT= where it wrote)")
         data = json.loads(path.read_text())
         data.pop("what", None)
         data["out"] = str(Path(out).resolve())        # where it is now (a copied or moved report)
@@ -642,6 +642,6 @@ def demo(g, dest, force=False, quiet=False):
         for m in made:
             print(f"  {m.name}")
         wanted = ",".join(sorted({w.part for w in g.wrong}))
-        print(f"next: make grade-class SUBMISSIONS={dest}" + (f"  (PARTS={wanted} grades only the parts the "
+        print(f"next: {rep.make_command(f'grade-class SUBMISSIONS={dest}')}" + (f"  (PARTS={wanted} grades only the parts the "
                                                                "known-wrong kernels touch)" if wanted else ""))
     return made

@@ -265,7 +265,7 @@ def workspace_job(g, workspace, parts=None, name=None):
     workspace = Path(workspace)
     if not workspace.is_dir():
         raise CourseError(f"there is no workspace at {workspace}",
-                          hint="create it with `make workspace` (or pass WORKSPACE=path to yours)")
+                          hint=f"create it with `{rep.make_command('workspace')}` (or pass WORKSPACE=path to yours)")
     names = [p.name for p in g.parts]
     parts = list(parts or names)
     for p in parts:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from ..errors import CourseError
+from ..report import make_command
 from . import grader
 
 CHECKS_FILE = Path(__file__).resolve().parent / "checks.py"
@@ -62,7 +63,7 @@ def run_grade(g, args, pytest_args=()):
     ws = Path(args.workspace).expanduser().resolve() if args.workspace else g.lab.dir / "workspace"
     if not ws.is_dir():
         raise CourseError(f"there is no workspace at {ws}",
-                          hint="create one with `make workspace`, or give yours with WORKSPACE=path")
+                          hint=f"create one with `{make_command('workspace')}`, or give yours with WORKSPACE=path")
     parts = [p.strip() for p in args.parts.split(",") if p.strip()] if args.parts else None
     for p in parts or []:
         g.part(p)                     # CourseError naming the parts

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from ..errors import CourseError
+from ..report import make_command
 from . import classreport
 
 ROOT = Path(__file__).resolve().parents[2]        # the course: what makes `common` importable
@@ -120,7 +121,7 @@ def run(g, plan, args, todo, kept, timeout):
                                    else " for the class")
           + f"; scripts and tasks.txt in {d}; task logs in {d / 'logs'}")
     print(f"  watch: squeue -j {array_id},{merge_id}    afterwards: sacct -j {array_id} -X")
-    print(f"  the report: {plan.out_dir / 'class.html'} (or `make grade-class MERGE=1 OUT={plan.out_dir}` at any time)")
+    print(f"  the report: {plan.out_dir / 'class.html'} (or `{make_command(f'grade-class MERGE=1 OUT={plan.out_dir}')}` at any time)")
     if args.wait:
         wait([array_id, merge_id])
         path = plan.out_dir / "class.json"

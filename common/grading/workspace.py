@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CourseError
+from ..report import make_command
 
 _BEGIN = re.compile(r"^(?P<indent>[ \t]*)(?P<c>//|#) BEGIN SOLUTION (?P<id>[a-z0-9][a-z0-9-]*): (?P<todo>.+?)\s*$")
 _END = re.compile(r"^[ \t]*(//|#) END SOLUTION (?P<id>[a-z0-9][a-z0-9-]*)\s*$")   # `#`: a rules file (TOML)
@@ -225,7 +226,8 @@ def generate(g, dest=None, solution=False, force=False, quiet=False):
     if dest.exists() and any(dest.iterdir()):
         if not force:
             raise CourseError(f"{dest} exists already: it may hold your work, so it is left alone",
-                              hint="grade it with `make grade`; to start again, `make workspace FORCE=1` "
+                              hint=f"grade it with `{make_command('grade')}`; to start again, "
+                                   f"`{make_command('workspace FORCE=1')}` "
                                    f"(the old one is kept: moved to {dest.name}.old/, or {dest.name}.old-2/ ... "
                                    "when that is taken)")
         kept = _free_old_name(dest)
@@ -277,8 +279,9 @@ def generate(g, dest=None, solution=False, force=False, quiet=False):
         if kept:
             print(f"your previous workspace is kept in {kept.resolve()}")
         if not solution:
+            own = dest.resolve() == (g.lab.dir / "workspace").resolve()
             print("next: fill in the TODOs" + (" and answers.toml" if g.questions or g.predictions else "")
-                  + ", then `make grade`")
+                  + f", then `{make_command('grade' + ('' if own else f' WORKSPACE={dest.resolve()}'))}`")
     return written
 
 
