@@ -411,8 +411,8 @@ def grade_many(g, jobs, env, progress=True):
             if any(p in ("questions", "predictions") for p in job.parts):
                 try:
                     answers = answers_mod.load(job.answers)
-                except CourseError as e:
-                    answers_error = e.message
+                except CourseError as e:          # one line, with what to do (a valid line)
+                    answers_error = f"{e.message}; what to do: {e.hint}" if e.hint else e.message
             for name in job.parts:
                 part = g.part(name)
                 if name == "questions":
