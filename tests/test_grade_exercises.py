@@ -418,6 +418,219 @@ def test_a_toml_date_is_graded_as_text_and_the_report_stays_json(tmp_path):
     assert not ok and "not a number" in why
 
 
+# ---------------------------------------------------------------------------------------------
+# Units, choices, ranges and forms: an answer in the wrong form is told so, never marked wrong
+# ---------------------------------------------------------------------------------------------
+
+ALL_LABS = {p.name.split("-")[0]: p for p in sorted((ROOT / "labs").glob("lab07*"))}
+
+
+@pytest.fixture(scope="module")
+def labs_g():
+    return {name: Grading(load(path)) for name, path in ALL_LABS.items()}
+
+
+def _row(labs_g, lab, rid):
+    g = labs_g[lab]
+    return next(r for r in [*g.questions, *g.predictions] if r.id == rid)
+
+
+def _grade(row, raw):
+    """(ok, reason) of a question's or a computed prediction's answer."""
+    return row.grade(raw) if isinstance(row, Qm.Question) else Qm.grade_prediction(row, raw, None)
+
+
+@pytest.mark.parametrize("lab,pid,form", [
+    ("lab07a", "k3_stages5_shared_bytes", lambda v: f"{v / 1024:g} KiB"),     # the walkthrough: was "predicted 80 B"
+    ("lab07a", "k3_stages5_shared_bytes", lambda v: f"{v / 1024:g} KB"),      # KB is 1024 bytes, as the course has it
+    ("lab07a", "k3_stages5_shared_bytes", lambda v: f"{v / 1024:g}kB"),
+    ("lab07a", "k3_stages5_shared_bytes", lambda v: f"{v:g} bytes"),
+    ("lab07", "v8_global_gb_4096", lambda v: f"{v * 1000:.0f} MB"),           # GB here is 10^9 bytes
+    ("lab07", "v8_global_gb_4096", lambda v: f"{v * 1e9 / 2 ** 30:.2f} GiB"),
+    ("lab07c", "h5_tx_bytes", lambda v: f"{v / 1024:g} KiB"),                  # exact: the conversion is exact too
+    ("lab07d", "gemv_fp16_floor_us", lambda v: f"{v / 1000:.4f} ms"),
+    ("lab07d", "gemv_fp16_floor_us", lambda v: f"{v:.1f} µs"),
+    ("lab07d", "skinny_partials_kib", lambda v: f"{v / 1024:g} MiB"),
+    ("lab07d", "prefill_flop_per_byte", lambda v: f"{v:.1f} FLOPs per byte"),
+    ("lab07b", "c5_load_wavefronts_per_ffma", lambda v: f"{v:g} wavefronts per FFMA"),
+    ("lab07d", "littles_law_mb", lambda v: f"{v * 1000:.0f} kB"),              # a question with its unit
+])
+def test_a_number_with_a_unit_of_the_right_kind_is_converted_to_the_rows_unit(labs_g, lab, pid, form):
+    row = _row(labs_g, lab, pid)
+    raw = form(row.answer())
+    ok, why = _grade(row, raw)
+    assert ok, f"{raw}: {why}"
+
+
+@pytest.mark.parametrize("lab,pid,raw,says", [
+    # the walkthrough's: each converted, then wrong; the message repeats the conversion, never the answer
+    ("lab07", "v8_global_gb_4096", "1100 MB", ['"1100 MB" (1.1 GB)', "not within 15 %"]),
+    ("lab07c", "h5_tx_bytes", "24 KiB", ['"24 KiB" (24576 bytes)', "not the exact value"]),
+])
+def test_a_converted_number_that_is_wrong_is_told_with_its_conversion(labs_g, lab, pid, raw, says):
+    p = _row(labs_g, lab, pid)
+    ok, why = Qm.grade_prediction(p, raw, None)
+    assert not ok and all(s in why for s in says), why
+    assert "0 %" not in why and f"{p.answer():g}" not in why and p.hint in why
+
+
+@pytest.mark.parametrize("lab,pid,raw,says", [
+    ("lab07a", "k3_stages5_shared_bytes", "80 furlongs", ["(furlongs)", "the prediction is in B (bytes)", "KiB"]),
+    ("lab07a", "k3_stages5_shared_bytes", "3 ms", ["is in seconds", "the prediction is in B (bytes)"]),
+    ("lab07a", "k6_stg64_in_grid_4096", "80 KiB", ["is in bytes", 'the prediction is in instructions',
+                                                   'followed by "instructions"']),
+    ("lab07c", "h4_tma_loads", "11 TMA loads", ["(TMA loads)", "the prediction is in loads"]),
+    ("lab07d", "gemv_fp16_floor_us", "18 GB", ["is in bytes", "the prediction is in us (seconds)", "ms"]),
+    ("lab07d", "littles_law_mb", "3 ms", ["is in seconds", "the question is in MB (bytes)"]),
+    ("lab07", "v7_accumulators", "3 KB", ["takes the number in the unit its text names", "without KB"]),
+])
+def test_a_unit_that_cannot_be_converted_is_refused_with_the_unit_expected(labs_g, lab, pid, raw, says):
+    """Before: the unit was dropped ("80 furlongs" graded as 80 B): a wrong kind is a form to fix, not a miss."""
+    row = _row(labs_g, lab, pid)
+    ok, why = _grade(row, raw)
+    assert not ok and all(s in why for s in says), why
+    assert "within" not in why and "exact" not in why and "not the answer" not in why
+
+
+def test_a_label_after_a_number_still_passes_where_the_question_names_no_unit(labs_g):
+    q = _row(labs_g, "lab07", "v7_accumulators")
+    assert q.grade(f"{q.answer():g} registers")[0] and q.grade(f"{q.answer():g}")[0]
+    occ = _row(labs_g, "lab07", "v5_occupancy_sm86_pct")
+    assert occ.grade(f"{occ.answer():.0f} %")[0]
+    pct = Qm.Prediction("v4", "v4: % of cuBLAS", "fp32")
+    for raw in ("20 %", "20 % of cuBLAS", "20 percent", 20):
+        assert Qm.grade_prediction(pct, raw, 31.7)[0], raw
+    ratio = Qm.Prediction("r", "fp16 over fp32", ratio=("fp16", "fp32"), unit="x")
+    assert all(Qm.grade_prediction(ratio, raw, 3.0)[0] for raw in ("2.5x", "2.5 x", "2.5 times", 2.5))
+
+
+@pytest.mark.parametrize("raw,shown", [(42, "42"), ("maybe", '"maybe"'), (True, "true"), ("compute", '"compute"')])
+def test_an_answer_that_is_not_one_of_the_choices_is_told_so_with_the_choices(labs_g, raw, shown):
+    """Before: `gemv_m1_limit = 42` said "42 is not the answer", "maybe" said "'maybe' is not the answer"."""
+    q = _row(labs_g, "lab07d", "gemv_m1_limit")
+    ok, why = q.grade(raw)
+    assert not ok and why.startswith(f"{shown} is not one of the choices") and '"dram" or "ffma"' in why, why
+    assert "is not the answer" not in why and "True" not in why and "'" not in why
+
+
+def test_the_choices_message_is_the_same_whatever_the_answer(labs_g):
+    """It lists what the question's text lists, in its order: the same for a question whose answer is yes
+    as for one whose answer is no (it gives away nothing)."""
+    yes = _row(labs_g, "lab07d", "own_partial_first_two_splits")
+    no = _row(labs_g, "lab07d", "own_partial_first_repeatable")
+    assert yes.answer() != no.answer() and yes.choices == no.choices == ("yes", "no")
+    for raw in ("maybe", True, 1):
+        assert yes.grade(raw) == no.grade(raw) and '"yes" or "no"' in yes.grade(raw)[1]
+
+
+def test_a_wrong_choice_is_the_answer_missed_and_true_for_an_open_word_is_a_form(labs_g):
+    q = _row(labs_g, "lab07d", "gemv_m1_limit")
+    wrong = next(c for c in q.choices if c != q.answer())
+    ok, why = q.grade(wrong)
+    assert not ok and why == f'"{wrong}" is not the answer (look at: {q.hint})'
+    assert all(q.grade(a)[0] for a in q.accept), "an accepted word that is not one of the choices still passes"
+    open_word = _row(labs_g, "lab07d", "atomic_c_before_launch")
+    assert not open_word.choices and open_word.grade(True) == (
+        False, "true is not a word: write your answer as text, in double quotes")
+
+
+def test_every_stated_choice_and_range_holds_its_questions_answer(labs_g):
+    """The choices and ranges are read from the questions' texts: each lab's key is among them."""
+    found = {}
+    for lab, g in labs_g.items():
+        for q in g.questions:
+            if q.choices:
+                assert Qm.normalize_words(q.answer()) in q.choices, q.id
+                found.setdefault("choices", []).append(q.id)
+            if q.valid_range:
+                assert q.valid_range[0] <= q.answer() <= q.valid_range[1], q.id
+                found.setdefault("range", []).append(q.id)
+    assert "gemv_m1_limit" in found["choices"] and found["range"] == ["ldmatrix_register_of_a_10_5"]
+
+
+@pytest.mark.parametrize("raw", [7, -1, "4", 3.5])
+def test_a_number_outside_the_questions_range_is_told_so(labs_g, raw):
+    """Before: register 7 of 0..3 said "7 is not exact of the answer"."""
+    q = _row(labs_g, "lab07a", "ldmatrix_register_of_a_10_5")
+    assert q.valid_range == (0, 3)
+    ok, why = q.grade(raw)
+    assert not ok and why.endswith("is outside the range the question states (0..3)"), why
+
+
+def test_a_wrong_exact_number_is_not_the_exact_value_and_a_wrong_one_keeps_its_hint(labs_g):
+    q = _row(labs_g, "lab07", "v7_accumulators")
+    assert q.grade(q.answer() + 11) == (False, f"{q.answer() + 11:g} is not the exact value (look at: {q.hint})")
+    rel = _row(labs_g, "lab07", "v7_loads_per_fma")
+    ok, why = rel.grade("1/3")
+    assert not ok and why.startswith('"1/3" is not within 1 % of the answer'), why
+    p = _row(labs_g, "lab07c", "h4_tma_loads")
+    ok, why = Qm.grade_prediction(p, p.answer() + 1, None)
+    assert not ok and why == f"predicted {p.answer() + 1:g} loads: not the exact value (look at: {p.hint})"
+
+
+@pytest.mark.parametrize("raw,says", [
+    ("262,144", "without a thousands separator"), ("1,5", "decimal point"), ("about 80", "e.g."),
+    (True, "e.g."), ("80 KiB (81920 B)", "e.g."), ("1/0", "e.g.")])
+def test_what_is_not_a_number_is_told_so_with_an_example_of_a_number(labs_g, raw, says):
+    """Before: a prediction's "262,144 is not a number" gave no example (a question's did)."""
+    for row in (_row(labs_g, "lab07a", "k6_stg64_in_grid_4096"), _row(labs_g, "lab07", "v7_accumulators")):
+        ok, why = _grade(row, raw)
+        assert not ok and "is not a number" in why and says in why and "True" not in why, why
+        assert why.startswith(Qm.as_written(raw)), why
+
+
+def test_the_examples_in_messages_are_forms_never_near_an_answer(labs_g):
+    """A message's example numbers ("write e.g. 0.25 ...") are within no row's tolerance of its answer."""
+    for g in labs_g.values():
+        for row in [*g.questions, *g.predictions]:
+            if getattr(row, "kind", "number") == "words":
+                continue
+            why = _grade(row, "about")[1]
+            want, tol = row.answer(), max(getattr(row, "abs_tol", 0), row.rel_tol * abs(row.answer()))
+            assert "e.g." in why and all(abs(v - want) > tol for v in Qm.numbers_in(why)), (row.id, why)
+
+
+def test_messages_show_what_the_student_wrote_as_toml_writes_it():
+    assert [Qm.as_written(v) for v in (True, False, "maybe", 42, 0.25, "9/8")] == [
+        "true", "false", '"maybe"', "42", "0.25", '"9/8"']
+
+
+def test_a_toml_syntax_error_names_the_file_the_line_and_a_valid_line(tmp_path):
+    """Before: "answers.toml is not valid TOML: Invalid value (at line 4, column 19)", and `make grade`
+    dropped the hint: a number with a unit not in quotes is the usual slip."""
+    path = tmp_path / "answers.toml"
+    path.write_text('[student]\nname = ""\n[questions]\nv7_accumulators = 80 KiB  # a guess\n')
+    with pytest.raises(CourseError) as e:
+        answers_mod.load(path)
+    assert "not valid TOML" in e.value.message and str(path) in e.value.message
+    assert "at line 4, column" in e.value.message and e.value.message.endswith(": v7_accumulators = 80 KiB  # a guess")
+    assert e.value.hint.endswith('as in: v7_accumulators = "80 KiB"')
+    path.write_text('[questions\n')
+    with pytest.raises(CourseError) as e:
+        answers_mod.load(path)
+    assert "line 1" in e.value.message and e.value.hint.endswith('key = "9/8"')
+
+
+def test_make_grade_shows_the_toml_errors_hint_on_the_lost_questions(g, tmp_path):
+    ws = tmp_path / "ws"
+    W.generate(g, ws, quiet=True)
+    (ws / "answers.toml").write_text(f"[questions]\n{g.questions[0].id} = 80 KiB\n")
+    report = grader.grade(g, ws, parts=["questions", "predictions"], gpu=False, progress=False)
+    reasons = {c.reason for p in report.parts for c in p.checks}
+    assert len(reasons) == 1, reasons
+    reason = reasons.pop()
+    assert "not valid TOML" in reason and f"what to do: write numbers as 0.25" in reason and "\n" not in reason
+    assert f'{g.questions[0].id} = "80 KiB"' in reason
+
+
+def test_the_template_says_exactly_where_a_prediction_is_exact(labs_g):
+    """Before: lab 7c's answers.toml said "Within 0 % of the answer scores"."""
+    text = re.sub(r"\n#\s+", " ", answers_mod.template(labs_g["lab07c"]))
+    assert not re.search(r"(?<![\d.])0 %", text) and "A prediction scores when it is exact;" in text
+    text = re.sub(r"\n#\s+", " ", answers_mod.template(labs_g["lab07a"]))
+    assert "A prediction scores when it is within 15 % of the answer;" in text
+
+
 def test_lab_7ds_rules_file_with_a_byte_order_mark_is_read(tmp_path):
     from common.grading import rules
     path = tmp_path / "rules.toml"

@@ -1,7 +1,8 @@
 """answers.toml: the student's answers to the questions and their predictions.
 
     load(path)            -> {"student": {...}, "questions": {...}, "predictions": {...}}; CourseError
-                             with the line when the file is not valid; dates and times as their text
+                             with the file, the line as written and a valid line (syntax_error) when
+                             the file is not valid TOML; dates and times as their text
     read_text(path)       a file a student edited: UTF-8 (a byte-order mark dropped), else Latin-1
     parse_toml(text)      tomllib (Python 3.11+), or tomli, its backport, on Python 3.10
     template(g, solution) the file `make workspace` writes (g: a spec.Grading): every question as a
@@ -10,6 +11,7 @@
     recorded_measurements(g) -> ({prediction id: value}, size, path, GPU name) from the lab's results/
 """
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -49,15 +51,48 @@ def _plain(value):
     return value
 
 
+_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)")
+_VALID_LINE = 'write numbers as 0.25 and text in double quotes: key = "9/8"'
+
+
+def _shown_path(path):
+    """The file as the student finds it: relative to the current folder where it is under it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def syntax_error(path, text, e):
+    """The CourseError of a TOML syntax error: which file, which line (as written) and what a valid
+    line looks like, with the student's own key and value (tomllib says only "Invalid value (at line
+    32, column 17)"; the usual slip is a number with a unit not in quotes: key = 80 KiB)."""
+    m = _AT.search(str(e))
+    what = _AT.sub("", str(e)).strip() or "not valid"
+    if not m:
+        return CourseError(f"{_shown_path(path)} is not valid TOML: {what}", hint=_VALID_LINE)
+    n = int(m.group(1))
+    lines = text.splitlines()
+    line = lines[n - 1].strip() if 0 < n <= len(lines) else ""
+    key, eq, value = line.partition("=")
+    value = value.split(" #")[0].strip().strip("\"'")
+    hint = _VALID_LINE
+    if eq and re.fullmatch(r"[A-Za-z0-9_-]+", key.strip()) and value:
+        hint = f'write numbers as 0.25 and text in double quotes, as in: {key.strip()} = {json.dumps(value)}'
+    shown = f": {line[:80]}" if line else ""
+    return CourseError(f"{_shown_path(path)} is not valid TOML: {what} at line {n}, column {m.group(2)}{shown}",
+                       hint=hint)
+
+
 def load(path):
     path = Path(path)
     if not path.exists():
         raise CourseError(f"{path} does not exist", hint="`make workspace` writes it; copy it back if you moved it")
+    text = read_text(path)
     try:
-        data = parse_toml(read_text(path))
-    except tomllib.TOMLDecodeError as e:   # it says where
-        raise CourseError(f"{path.name} is not valid TOML: {e}",
-                          hint='write numbers as 0.25 and text in double quotes: key = "9/8"') from None
+        data = parse_toml(text)
+    except tomllib.TOMLDecodeError as e:   # it says where; syntax_error shows the line and a valid one
+        raise syntax_error(path, text, e) from None
     for table in ("questions", "predictions"):
         if not isinstance(data.get(table, {}), dict):
             raise CourseError(f"{path.name}: [{table}] must be a table")
@@ -105,13 +140,16 @@ def template(g, solution=False):
     measurements for measured predictions. Without it, no expected value appears anywhere."""
     out = [f"# {g.lab.title.split(':')[0]}: check your understanding, and your predictions. "
            "`make grade` checks this file.",
-           "# Write numbers (0.25), fractions or numbers with a unit as text (\"9/8\", \"33 %\"), words as text",
-           "# (\"registers\"). Leave \"TODO\" where you have no answer yet. A `<id>_why` key asks for your reason",
-           "# in a sentence: the point needs the answer and a reason that names what decides it."]
+           "# Write numbers (0.25), fractions or numbers with a unit as text (\"9/8\", \"40 %\"), words as text",
+           "# (\"registers\"). A unit of bytes or time is converted to the unit a line asks for (\"2 KiB\", \"3 ms\";",
+           "# KB is 1024 bytes, MB 10^6), any other unit is refused. Leave \"TODO\" where you have no answer yet.",
+           "# A `<id>_why` key asks for your reason in a sentence: the point needs the answer and a reason that",
+           "# names what decides it."]
     out += [_wrap_comment(line) for line in g.answers_intro.splitlines() if line.strip()]
     out += ["", "[student]", 'name = ""', "", "[questions]"]
     for i, q in enumerate(g.questions, 1):
-        out.append(_wrap_comment(f"{i}. {q.text} ({q.tolerance_text()})"))
+        unit = f", in {q.unit}" if q.unit else ""
+        out.append(_wrap_comment(f"{i}. {q.text} ({q.tolerance_text()}{unit})"))
         out.append(f"{q.id} = {_fmt(q.answer()) if solution else json.dumps('TODO')}")
         if q.why:
             out.append(f"{q.why_key} = {json.dumps(q.why_model if solution else 'TODO')}")
@@ -125,10 +163,11 @@ def template(g, solution=False):
                                  f"{g.PREDICTION_SIZE}³ on the GPU you will grade on. Within {g.PREDICTION_FACTOR:g}x "
                                  f"of the measurement scores."))
     if len(measured_kind) < len(g.predictions):
-        tols = sorted({f"{100 * p.rel_tol:g} %" for p in g.predictions if p.computed})
+        tols = sorted({f"within {100 * p.rel_tol:g} % of the answer" if p.rel_tol else "exact"
+                       for p in g.predictions if p.computed})
         out.append(_wrap_comment(f"Derive BEFORE you measure: each number below follows from the kernel's header and "
-                                 f"the chapter's models. Within {' / '.join(tols)} of the answer scores; a miss is "
-                                 f"told neither the answer nor its direction."))
+                                 f"the chapter's models. A prediction scores when it is {' / '.join(tols)}; a miss "
+                                 f"is told neither the answer nor its direction."))
     if solution and path:
         out.append(f"# (the reference: the measurements of {Path(path).name} at {size}³)")
     for p in g.predictions:

@@ -425,7 +425,7 @@ def grade_many(g, jobs, env, progress=True):
                 try:
                     answers = answers_mod.load(job.answers)
                 except CourseError as e:
-                    answers_error = e.line             # with its hint: what to do about it
+                    answers_error = e.line             # one line, with its hint: what to do (a valid line)
             for name in job.parts:
                 part = g.part(name)
                 if name == "questions":

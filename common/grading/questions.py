@@ -9,6 +9,8 @@
     Prediction(id, text, expected=fn, rel_tol=0.15, unit="loads/FFMA", hint="...")   computed, no GPU:
                                a number the student derives from the kernel and the models (below)
     parse_number(raw), normalize_words(text), numbers_in(text), mentions(text, alternative)
+    read_number(raw, unit="", what="question") -> (value in `unit`, "") or (None, what is wrong and what to do)
+    as_written(raw)            what the student wrote, as TOML writes it ("maybe", true, 42): for messages
     measured_from_record(predictions, record, size) -> ({id: value}, size used): from a bench record
     grade_prediction(p, raw, measured, factor)      -> (ok, reason)
 
@@ -36,7 +38,22 @@ Its value is never written where a student reads before submitting: not in the w
 Answers may be numbers (0.25), fractions as text ("9/8"), a number with a unit or a % after it
 ("33 %", "2 blocks"), or words for the few word questions ("registers"). A question's expected value
 is a function (of the course's models), never a typed number: if a model changes, the key changes.
+
+Units (read_number). A unit is never dropped silently: a prediction (and a question with `unit`) takes
+its own unit, converts one of the same kind (bytes, seconds: UNITS) and refuses any other with a
+message that names the unit it is in ("80 furlongs", "3 ms" for bytes). KB is 1024 bytes, as the
+course writes shared memory (48 KB, 227 KB); MB, GB and TB are 10^6, 10^9 and 10^12 bytes, as it
+writes DRAM traffic and bandwidth (lab 7's "GB (10^9 bytes)", lab 7d's MB in flight); KiB, MiB, GiB
+and TiB are powers of 1024; case does not matter (kB is KB). A question without `unit` names its
+unit in its text: a label after the number passes ("2 blocks", "33 %", "16 bytes"), a scaled unit
+("3 KB", "2 ms") is refused, since the grader cannot know what to convert it to.
+
+Wrong formats are told as such, never as wrong answers: a word question whose text lists its choices
+("(yes / no)", "(one word: dram / ffma)") says "not one of the choices" and lists them (the text
+shows them already), a number question whose text states a range ("(0..3)") says "outside the range",
+and a number that is not one ("262,144") gets an example of a form that is.
 """
+import json
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -60,6 +77,7 @@ class Question:
     why: tuple = ()                 # key ideas the reason must name: ((alternative, ...), ...)
     why_model: str = ""             # a reason that names them all (the reference's)
     why_min_words: int = 6
+    unit: str = ""                  # numbers: the answer's unit where another of its kind converts (read_number)
 
     def tolerance_text(self):
         if self.kind == "words":
@@ -80,22 +98,54 @@ class Question:
     def _look(self):
         return f" (look at: {self.hint})" if self.hint else ""
 
+    @property
+    def choices(self):
+        """The answers a word question's text offers ("(yes / no)", "(one word: dram / ffma)"), else ()."""
+        m = _CHOICES.search(self.text) if self.kind == "words" else None
+        return tuple(c.strip() for c in m.group(1).split("/")) if m else ()
+
+    @property
+    def valid_range(self):
+        """(low, high) of a number question whose text states it ("(0..3)"), else None."""
+        m = _RANGE.search(self.text) if self.kind != "words" else None
+        return (float(m.group(1)), float(m.group(2))) if m else None
+
+    def miss_text(self):
+        """What a wrong number is not: the exact value, or within the tolerance of the answer."""
+        return "the exact value" if self.tolerance_text() == "exact" else f"{self.tolerance_text()} of the answer"
+
     def grade(self, raw):
         """(ok, reason). raw: the TOML value (number or string), or None when missing. A wrong
-        answer's reason says it is wrong and what to look at (the hint), never the expected value."""
+        answer's reason says it is wrong and what to look at (the hint), never the expected value; an
+        answer in the wrong form (not one of the choices, outside the stated range, not a number) is
+        told that, and what a valid one looks like."""
         if raw is None or (isinstance(raw, str) and raw.strip().upper() in ("", "TODO")):
             return False, "not answered"
-        want = self.answer()
         if self.kind == "words":
-            got = normalize_words(str(raw))
-            ok = got in {normalize_words(w) for w in (want, *self.accept)}
-            return ok, "" if ok else f"{raw!r} is not the answer{self._look()}"
-        got = parse_number(raw)
-        if got is None:
-            return False, f"{raw!r} is not a number (write e.g. 0.25, \"9/8\" or \"33 %\")"
+            return self._grade_words(raw)
+        got, problem = read_number(raw, self.unit, "question")
+        if problem:
+            return False, problem
+        span = self.valid_range
+        if span and not span[0] <= got <= span[1]:
+            return False, f"{as_written(raw)} is outside the range the question states ({span[0]:g}..{span[1]:g})"
+        want = self.answer()
         tol = max(self.abs_tol, self.rel_tol * abs(want))
         ok = abs(got - want) <= tol + 1e-12 * max(1.0, abs(want))
-        return ok, "" if ok else f"{raw!r} is not {self.tolerance_text()} of the answer{self._look()}"
+        return ok, "" if ok else f"{_said(raw, got, self.unit)} is not {self.miss_text()}{self._look()}"
+
+    def _grade_words(self, raw):
+        """A word answer: right, not one of the choices its text offers (listed), or wrong (the hint)."""
+        got = normalize_words(str(raw))
+        if not isinstance(raw, bool) and got in {normalize_words(w) for w in (self.answer(), *self.accept)}:
+            return True, ""
+        choices = self.choices
+        if choices and (isinstance(raw, bool) or got not in {normalize_words(c) for c in choices}):
+            return False, (f"{as_written(raw)} is not one of the choices: write {_either(choices)} "
+                           "(as text, in double quotes)")
+        if isinstance(raw, bool):
+            return False, f"{as_written(raw)} is not a word: write your answer as text, in double quotes"
+        return False, f"{as_written(raw)} is not the answer{self._look()}"
 
     def ideas_named(self, text):
         """How many of the key ideas `text` names (each idea: any of its alternatives)."""
@@ -158,6 +208,114 @@ class Prediction:
 
 
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:/\s*((?:\d+\.?\d*|\.\d+)))?\s*(?:%|[A-Za-z][A-Za-z /]*)?\s*$")
+# A number or a fraction, then its unit if any: a unit starts with a letter, % or × and holds no digit
+_WITH_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:/\s*((?:\d+\.?\d*|\.\d+)))?"
+                        r"\s*((?:[^\W\d_]|[%×])[^\d]*?)?\s*$")
+_CHOICES = re.compile(r"\((?:[^():]*:\s*)?([a-z0-9]+(?:\s*/\s*[a-z0-9]+)+)\)\s*\??\s*$")
+_RANGE = re.compile(r"\((-?\d+(?:\.\d+)?)\s*\.\.\s*(-?\d+(?:\.\d+)?)\)")
+
+_BYTES = {"b": 1, "byte": 1, "kb": 1024, "kib": 1024, "mb": 1e6, "mib": 2 ** 20, "gb": 1e9, "gib": 2 ** 30,
+          "tb": 1e12, "tib": 2 ** 40}
+_SECONDS = {"s": 1, "sec": 1, "second": 1, "ms": 1e-3, "millisecond": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6,
+            "microsecond": 1e-6, "ns": 1e-9, "nanosecond": 1e-9}
+# unit (lower case, singular) -> (kind, its size in the kind's first unit); the module docstring says why KB is 1024
+UNITS = {**{u: ("bytes", f) for u, f in _BYTES.items()}, **{u: ("seconds", f) for u, f in _SECONDS.items()}}
+KIND_NAMES = {"bytes": "B, KB, KiB, MB, MiB, GB, GiB (KB is 1024 bytes, MB 10^6)", "seconds": "s, ms, us, ns"}
+_SAME = ({"x", "time", "×"}, {"%", "percent", "% of cublas"})      # words for one unit
+
+
+def _unit_key(text):
+    """A unit as the grader compares it: lower case, one word singular, "per" as "/" ("FLOPs per byte" -> "flop/b")."""
+    parts = re.sub(r"\s+per\s+", "/", str(text).strip().lower()).split("/")
+    out = []
+    for part in (" ".join(p.split()) for p in parts):
+        if part not in UNITS and len(part) > 2 and part.endswith("s") and " " not in part:   # not "% of cublas"
+            part = part[:-1]
+        out.append({"byte": "b"}.get(part, part))
+    return "/".join(out)
+
+
+def _same_unit(a, b):
+    """Whether two units (as _unit_key writes them) are one: "bytes" and "B", "%" and "% of cuBLAS"."""
+    if a == b or (UNITS.get(a) and UNITS.get(a) == UNITS.get(b)):
+        return True
+    return any(a in words and b in words for words in _SAME) or (a == "%" and b.startswith("%"))
+
+
+def as_written(raw):
+    """What the student wrote, as TOML writes it: "maybe" in double quotes, true, 42, 0.25 (a message
+    shows the student's own text, never Python's repr: True, 'maybe')."""
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    if isinstance(raw, str):
+        return json.dumps(raw, ensure_ascii=False)
+    if isinstance(raw, (list, dict)):
+        return json.dumps(raw, ensure_ascii=False, default=str)
+    return str(raw)
+
+
+def _either(choices):
+    """ "yes" or "no";  "a", "b" or "c" """
+    quoted = [json.dumps(c) for c in choices]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def _examples(unit):
+    """Forms a number may take, for a message (format only: none is near an answer, the tests check)."""
+    if not unit:
+        return '0.25, "9/8" or "40 %"'
+    if unit.startswith("%"):
+        return '40 or "40 %"'
+    return f'0.25, "9/8" or "0.25 {unit}"'
+
+
+def _unit_help(unit):
+    """What to write for a number in `unit`: the unit's kind's names where it has one."""
+    kind = UNITS.get(_unit_key(unit))
+    if kind:
+        return f"write a number of {unit}, or one with a unit of {kind[0]}: {KIND_NAMES[kind[0]]}"
+    return f"write the number alone, or followed by \"{unit}\""
+
+
+def read_number(raw, unit="", what="question"):
+    """(value, "") where raw is a number in `unit`, converted from a unit of the same kind ("80 KiB" for
+    B is 81920); (None, what is wrong and what to do) where it is not a number or its unit is another
+    (`what`: "question" or "prediction", for the message). unit="": a question whose text names its
+    unit; a label after the number passes ("2 blocks"), a scaled unit ("3 KB") is refused."""
+    m = None if isinstance(raw, bool) else _WITH_UNIT.match(str(raw))
+    if m is None or (m.group(2) is not None and float(m.group(2)) == 0):
+        if isinstance(raw, str) and re.search(r"\d,\d", raw):
+            return None, (f"{as_written(raw)} is not a number: write it without a thousands separator, and with "
+                          "a decimal point, not a comma (e.g. 1234.5)")
+        return None, f"{as_written(raw)} is not a number (write e.g. {_examples(unit)})"
+    value = float(m.group(1)) / (float(m.group(2)) if m.group(2) is not None else 1.0)
+    written = m.group(3)
+    if not written:
+        return value, ""
+    have, want = _unit_key(written), _unit_key(unit)
+    if not unit:
+        if UNITS.get(have, ("", 1))[1] != 1:
+            return None, (f"{as_written(raw)}: this question takes the number in the unit its text names: "
+                          f"write it without {written.strip()}")
+        return value, ""
+    if _same_unit(have, want):
+        return value, ""
+    if UNITS.get(have) and UNITS.get(want) and UNITS[have][0] == UNITS[want][0]:
+        return value * UNITS[have][1] / UNITS[want][1], ""
+    kind = UNITS[want][0] if UNITS.get(want) else ""
+    kind = f" ({kind})" if kind and unit.strip().lower().rstrip("s") != kind.rstrip("s") else ""
+    why = (f"is in {UNITS[have][0]}" if UNITS.get(have) else f"has a unit the grader does not know ({written.strip()})")
+    return None, f"{as_written(raw)} {why}, and the {what} is in {unit}{kind}: {_unit_help(unit)}"
+
+
+def _said(raw, value, unit):
+    """A number as a message repeats it: 80 B; "80 KiB" (81920 B) where the student's unit was converted."""
+    m = None if isinstance(raw, (bool, int, float)) else _WITH_UNIT.match(str(raw))
+    if m and m.group(3) and unit and not _same_unit(_unit_key(m.group(3)), _unit_key(unit)):
+        return f"{as_written(raw)} ({value:g} {unit})"
+    if not unit:
+        return as_written(raw)
+    return f"{value:g} {unit}"
 
 
 def telling(alternative):
@@ -245,21 +403,23 @@ def measured_from_record(predictions, record, size):
 def grade_prediction(p, raw, measured, factor=2.0):
     """(ok, reason): a computed prediction within p.rel_tol of p.answer() (`measured` is not used);
     a measured one within `factor` of the measurement (either way). A miss never says the value,
-    its direction or by how much: the student derives it again (the hint says what to look at)."""
+    its direction or by how much: the student derives it again (the hint says what to look at). A
+    number in another unit of p.unit's kind is converted (read_number); any other unit is refused."""
     if raw is None or (isinstance(raw, str) and raw.strip().upper() in ("", "TODO")):
         return False, "not predicted"
-    got = parse_number(raw)
-    if got is None:
-        return False, f"{raw!r} is not a number"
+    got, problem = read_number(raw, p.unit, "prediction")
+    if problem:
+        return False, problem
     look = f" (look at: {p.hint})" if p.hint else ""
     if p.computed:
         want = p.answer()
         ok = abs(got - want) <= p.rel_tol * abs(want) + 1e-12 * max(1.0, abs(want))
-        return ok, "" if ok else f"predicted {got:g} {p.unit}: not within {100 * p.rel_tol:g} % of the answer{look}"
+        miss = "not the exact value" if p.rel_tol == 0 else f"not within {100 * p.rel_tol:g} % of the answer"
+        return ok, "" if ok else f"predicted {_said(raw, got, p.unit)}: {miss}{look}"
     if measured is None:
         return False, "no measurement to compare with"
     if got <= 0:
-        return False, f"{raw!r}: a prediction must be positive"
+        return False, f"{as_written(raw)}: a prediction must be positive"
     ratio = measured / got
     ok = 1 / factor <= ratio <= factor
-    return ok, "" if ok else f"predicted {got:g} {p.unit}: not within {factor:g}x of the measurement{look}"
+    return ok, "" if ok else f"predicted {_said(raw, got, p.unit)}: not within {factor:g}x of the measurement{look}"

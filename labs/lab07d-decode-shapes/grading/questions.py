@@ -128,7 +128,7 @@ QUESTIONS = [
     Question("littles_law_mb",
              "To stream 4.2 TB/s when a DRAM access takes 0.8 us, how many MB must be requested and not yet "
              "returned, across the whole GPU (a number)?",
-             lambda: 4.2e12 * 0.8e-6 / 1e6, "Little's law: in flight = rate x latency", rel_tol=0.05,
+             lambda: 4.2e12 * 0.8e-6 / 1e6, "Little's law: in flight = rate x latency", rel_tol=0.05, unit="MB",
              why=(("latency", "little", "littles"), ("times", "multiplied", "product", "x")),
              why_model="Little's law: bytes in flight = bandwidth x latency = 4.2e12 B/s x 0.8e-6 s = 3.4 MB.",
              hint="gemv.cu's header, point 2"),
