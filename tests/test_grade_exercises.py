@@ -130,6 +130,20 @@ def test_a_long_list_of_names_puts_its_reason_on_the_next_line_and_pads_no_other
     assert all(len(l) < 80 for l in lines[0].split("\n") + [second])
 
 
+@pytest.mark.parametrize("lab", ["lab07-matmul-registers", "lab07a-tf32-tensor-cores", "lab07b-cute-sgemm",
+                                 "lab07c-hopper-wgmma", "lab07d-decode-shapes"])
+def test_no_workspace_hint_would_pass_as_a_questions_reason(lab):
+    """A region's hint sits in the workspace: one that names every key idea of a question's reason
+    (two ideas or more) hands the student that reason (lab 7c's h2 hint said TMA writes whole boxes,
+    zeros past the edge: tx_edge_tile's reason, word for word)."""
+    g = Grading(load(lab))
+    for q in g.questions:
+        if len(q.why) < 2:
+            continue                 # a single key idea (bytes, memory) is a word, not a reason
+        for rid, r in g.regions.items():
+            assert q.ideas_named(r.hint or "") < len(q.why), f"{rid}'s hint names {q.id}'s reason"
+
+
 def test_hints_say_what_to_look_at_never_where_to_copy_from(g):
     for p in g.parts:
         assert not re.search(r"\b(chapter|section \d|worklog)\b", p.title, re.I), p.title

@@ -145,8 +145,8 @@ REGIONS = [
            hint="How many tiles must be in flight before the first wait, if the loop keeps STAGES-1 in flight? "
                 "One commit per tile, even past the last."),
     Region("t3-issue-and-wait", "t3",
-           hint="After this commit, how many groups may still be pending if tile t must have landed? And which "
-                "threads' copies does __pipeline_wait_prior wait for?"),
+           hint="Count the groups committed when the wait runs, and find the one that holds what the warps "
+                "compute next. Which threads' copies does __pipeline_wait_prior wait for?"),
     Region("t3-fragment-loop", "t3", hint="Your t2 fragment loop, reading this stage's As_w and Bs_w."),
     Region("t3-release", "t3", hint="Who may still read buffer read_stage? Then move read_stage and write_stage on."),
 ]

@@ -131,11 +131,13 @@ REGIONS = [
            hint="Swizzle<B, M, S> XORs bits M+S .. M+S+B-1 of the offset into bits M .. M+B-1 (the header). "
                 "common/banks.py's analyze() prices one warp's 32 addresses: try your choice on rows m, m + 1."),
     Region("c4-fence-prologue", "c4",
-           hint="cp_async_wait<n>() waits until at most n of this thread's commit groups are pending; "
-                "__syncthreads() is the block's barrier."),
+           hint="Before the loop reads the first tile, every element of it must have landed, whoever copied "
+                "it: read what CuTe's cp_async_wait<n>() promises (cute/arch/copy_sm80.hpp), and whose "
+                "copies it counts."),
     Region("c4-fence", "c4",
-           hint="A thread's wait covers its own copies only. Who else wrote the tile read next, and who may "
-                "still read the buffer that the next iteration's copy overwrites?"),
+           hint="Who wrote the tile read next, and who may still read the buffer that the next iteration's "
+                "copy overwrites? On a GPU, `make grade` runs racecheck on your kernel and names both "
+                "accesses of a race."),
     Region("c5-perm-formula", "c5"),
     Region("c5-swizzle", "c5",
            stub="using SwizzleA = Swizzle<0, 2, 3>;    // placeholder: no swizzle; put c4's answer here (c5 is "

@@ -113,8 +113,8 @@ REGIONS = [
                 "panel? The PTX ISA's pictures of the two layouts say which offset field each step goes in."),
     Region("h2-tx", "h2",
            stub="[[maybe_unused]] constexpr uint32_t TX_BYTES = 0;   // placeholder",
-           hint="List the TMA loads issue() makes for one stage: each writes a whole box (zeros past the "
-                "matrix edge). What does the barrier count, and in what unit?"),
+           hint="List the TMA loads issue() makes for one stage and what each writes into shared memory "
+                "(the tensor map's box). What does the barrier count, and in what unit?"),
     Region("h2-parity", "h2",
            stub="__host__ __device__ constexpr uint32_t full_parity(int t) { return 0; }   // placeholder",
            hint="Which fill of its stage is tile t, and which phase of FULL does that fill complete?"),
