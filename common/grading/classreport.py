@@ -304,14 +304,20 @@ def _note(r):
     """A student's reason and flags in a few words for the summary table: each flag by its name
     ("wrote outside its folder (3 paths)", "copied?"), a long text cut at a word with "..." (never
     mid-word, never silently)."""
+    flags = flag_words(r) if r.get("flags") else ""
+    reason = r.get("reason") or ""
+    return "; ".join(x for x in (_cut(reason, NOTE_CHARS - len(flags) - 2 * bool(flags)), flags) if x)
+
+
+def flag_words(r):
+    """A record's flags in a few words (a submission's progress line, the summary's note): each flag by
+    its name ("wrote outside its folder (3 paths)", "copied?"); other flag text cut at a word."""
     words = []
     if r.get("outside_writes"):
         words.append(f"wrote outside its folder ({len(r['outside_writes'])} paths)")
     if r.get("copied") or "copied?" in (r.get("flags") or ""):
         words.append("copied?")
-    flags = "; ".join(words) or _cut(r.get("flags") or "", NOTE_CHARS // 2)
-    reason = r.get("reason") or ""
-    return "; ".join(x for x in (_cut(reason, NOTE_CHARS - len(flags) - 2 * bool(flags)), flags) if x)
+    return "; ".join(words) or _cut(r.get("flags") or "", NOTE_CHARS // 2)
 
 
 def _cut(text, room):

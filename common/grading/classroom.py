@@ -404,16 +404,6 @@ def _public_text(text, record):
     return "\n".join(lines)
 
 
-def short_flags(rec):
-    """The flags of a record in a few words, for the one progress line a submission gets."""
-    words = []
-    if rec.get("outside_writes"):
-        words.append(f"wrote outside its folder ({len(rec['outside_writes'])} paths)")
-    if rec.get("copied"):
-        words.append("copied?")
-    return "; ".join(words) or rec.get("flags", "")[:40]
-
-
 def _finish(plan, record, out, err):
     students = plan.out_dir / "students"
     name = record["name"]
@@ -505,7 +495,7 @@ def grade_here(g, plan, jobs=None, force=False, quiet=False):
             if quiet:
                 return
             extra = ("kept (graded before)" if kept else f"{rec.get('seconds', 0):6.1f} s")
-            flag = f"  {short_flags(rec)}" if rec.get("flags") else ""
+            flag = f"  {classreport.flag_words(rec)}" if rec.get("flags") else ""
             print(f"[{done[0]:>{len(str(n))}}/{n}] {rec['name']:<{width}}  {score_text(rec):<24} {extra}{flag}",
                   flush=True)
 

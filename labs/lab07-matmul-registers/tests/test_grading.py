@@ -599,8 +599,6 @@ def test_the_report_has_a_line_per_lost_reason_and_json_for_teachers(graded):
     assert len(lines) == sum(1 for p in u.parts for i, c in enumerate(p.checks) if c.status == grader.FAIL and
                              (i == 0 or p.checks[i - 1].status != grader.FAIL or p.checks[i - 1].reason != c.reason))
     assert all(re.match(r"^ *-\d+ ", l) for l in lines)
-    for l in lines:          # no reason pushed far right by a long list of names on another line
-        assert not re.search(r"\S {12,}\S", l), l
     text = u.text()
     assert text.startswith(f"{LAB.title.split(':')[0]} grade: untouched workspace")
     assert "score: 0 of" in text and "Needs a GPU (not graded here)" in text
