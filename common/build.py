@@ -11,6 +11,11 @@
                                    includes ("..."), the defines, the flags, the include directories
                                    or nvcc's version changed (contents, not mtimes: a cubin built from
                                    the same files elsewhere, at the same path, is up to date)
+    COURSE_CUBIN_CACHE=folder      cubins kept by what they were built from, paths left out (the
+                                   contents of the source and its headers, defines, flags, include
+                                   directories, nvcc): a grader's fresh copy of a file built before,
+                                   elsewhere, is served from it. Off unless set (the device scripts
+                                   set it: scripts/device/prebuild.sh fills it here before a call)
     COURSE_NVCC_LOG=file           each nvcc run appended to it as a JSON line (its command, exit
                                    status and seconds; compile_cubin's arguments too): what a run
                                    compiled, and what it cost
@@ -249,6 +254,9 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
         saved = json.loads(meta.read_text())
         if saved.get("stamp") == stamp:
             return saved["kernels"]
+    cached = _from_cache(stamp, out, meta)
+    if cached is not None:
+        return cached
     # nvcc writes a private file that replaces the cubin in one step: two processes building the same
     # cubin at once (pytest -n 2) each leave a whole one, never a torn one. Noted before the folder
     # is made, so a watcher that sees a new folder finds the course's note of a file inside it.
@@ -277,7 +285,68 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
     os.replace(part, out)
     writes.note(out)
     _replace_text(meta, json.dumps({"stamp": stamp, "kernels": kernels}, indent=1))
+    _to_cache(stamp, out, kernels)
     return kernels
+
+
+def cache_key(stamp):
+    """A stamp without its paths: the same contents, defines, flags, include directories and nvcc give
+    the same key wherever the source sits (a grader's temporary copy, a workspace, a snapshot).
+    -lineinfo's file names are the one difference between two such cubins: a profiler's source view
+    of a cached cubin names the file it was first built from."""
+    keyed = {**stamp, "sources": sorted([Path(f).name, d] for f, d in stamp["sources"].items())}
+    return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _cache_dir():
+    d = os.environ.get("COURSE_CUBIN_CACHE")
+    return Path(d) if d else None
+
+
+def _from_cache(stamp, out, meta):
+    """Copy a cached cubin (and its ptxas report) to `out` when COURSE_CUBIN_CACHE holds one built from
+    the same contents, and return its kernels' resources; None when there is none or it cannot be read
+    (a sandboxed grader's worker)."""
+    d = _cache_dir()
+    if d is None:
+        return None
+    key = cache_key(stamp)
+    try:
+        kernels = json.loads((d / f"{key}.json").read_text())["kernels"]
+        data = (d / f"{key}.cubin").read_bytes()
+        log = (d / f"{key}.ptxas.log").read_text()
+    except (OSError, ValueError, KeyError):
+        return None
+    part = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.part")
+    writes.note_temporary(part)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part.write_bytes(data)
+    os.replace(part, out)
+    writes.note(out)
+    _replace_text(out.with_suffix(".ptxas.log"), log)
+    _replace_text(meta, json.dumps({"stamp": stamp, "kernels": kernels}, indent=1))
+    _log_nvcc(cached=key, src=next(iter(stamp["sources"])), out=str(out))
+    return kernels
+
+
+def _to_cache(stamp, out, kernels):
+    """Keep a cubin just built in COURSE_CUBIN_CACHE (whole files or none: each is written aside and
+    renamed); a cache that cannot be written is left alone, the build already succeeded."""
+    d = _cache_dir()
+    if d is None:
+        return
+    key = cache_key(stamp)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        tag = f"{os.getpid()}.{threading.get_ident()}"
+        for suffix, data in ((".cubin", out.read_bytes()),
+                             (".ptxas.log", out.with_suffix(".ptxas.log").read_bytes()),
+                             (".json", json.dumps({"kernels": kernels}).encode())):   # last: it marks the entry whole
+            tmp = d / f".{key}{suffix}.{tag}"
+            tmp.write_bytes(data)
+            os.replace(tmp, d / f"{key}{suffix}")
+    except OSError:
+        pass
 
 
 def _log_nvcc(**run):

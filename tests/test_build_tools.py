@@ -109,6 +109,47 @@ def test_each_nvcc_run_is_logged_where_course_nvcc_log_says(tmp_path, monkeypatc
     build.compile_cubin(src, tmp_path / "sm_80" / "k.cubin", "sm_80")
 
 
+def test_a_copy_of_a_source_built_elsewhere_comes_from_the_cubin_cache(tmp_path, monkeypatch):
+    """COURSE_CUBIN_CACHE: a grader's fresh copy (another folder, the same bytes) is served without
+    nvcc, its cubin and ptxas report the same; a changed header, define or nvcc is built; a cache that
+    cannot be read or written stops no build; without the variable nothing is kept."""
+    cache = tmp_path / "cache"
+    calls = []
+    real = build.run_nvcc
+    monkeypatch.setattr(build, "run_nvcc", lambda cmd, about=None: calls.append(cmd) or real(cmd, about))
+    build.nvcc_version()
+
+    def copy(name, scale="2.0f"):
+        d = tmp_path / name
+        d.mkdir(exist_ok=True)
+        (d / "k.cuh").write_text(f"#define SCALE {scale}\n")
+        (d / "k.cu").write_text('#include "k.cuh"\nextern "C" __global__ void k(float* y) { y[threadIdx.x] *= SCALE; }\n')
+        return d
+
+    def compiles(d, defines=None):
+        n = len(calls)
+        kernels = build.compile_cubin(d / "k.cu", d / "sm_80" / "k.cubin", "sm_80", defines)
+        return len(calls) - n, kernels
+
+    assert compiles(copy("off"))[0] == 1 and not cache.exists()          # off unless set
+    monkeypatch.setenv("COURSE_CUBIN_CACHE", str(cache))
+    first = copy("first")
+    ran, kernels = compiles(first)
+    assert ran == 1 and len(list(cache.glob("*.cubin"))) == 1
+    second = copy("second")
+    ran, again = compiles(second)
+    assert ran == 0 and again == kernels
+    assert (second / "sm_80" / "k.cubin").read_bytes() == (first / "sm_80" / "k.cubin").read_bytes()
+    assert (second / "sm_80" / "k.ptxas.log").is_file()
+    assert compiles(second)[0] == 0                                      # and its own stamp now holds
+    assert compiles(copy("third", scale="3.0f"))[0] == 1                 # a header's contents differ
+    assert compiles(copy("fourth"), {"X": 1})[0] == 1                    # a define
+    monkeypatch.setattr(build, "nvcc_version", lambda: "Build cuda_99.9")
+    assert compiles(copy("fifth"))[0] == 1                               # another nvcc
+    monkeypatch.setenv("COURSE_CUBIN_CACHE", str(tmp_path / "off" / "k.cu" / "cache"))   # under a file
+    assert compiles(copy("sixth"))[0] == 1
+
+
 def test_nvcc_version_is_its_build_line():
     assert build.nvcc_version().startswith("Build cuda_"), build.nvcc_version()
 

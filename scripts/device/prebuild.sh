@@ -8,8 +8,13 @@
 #                   $OUT/nvcc.jsonl: make-test.sh and grade-class.sh write it); sources in temporary
 #                   folders (the graders' copies) are left out
 #   ARCH            default sm_90 (sm_90a for the Hopper rows follows from it)
-# Writes .prebuilt/build.tar.gz and .prebuilt/build.sha (the snapshot's commit); run with
-# carry [".whl", ".prebuilt"]. Two cores: about 15 minutes.
+#   GRADING=0       skip the graders' builds: by default the labs' grading tests run here (no GPU:
+#                   their static part) with COURSE_CUBIN_CACHE set, so that every cubin a grader
+#                   builds in its temporary folders (the reference, the untouched workspace, each
+#                   known-wrong patch) is kept by its contents, and the device's graders, which build
+#                   the same files in other temporary folders, find them (common/build.py, cache_key)
+# Writes .prebuilt/build.tar.gz, .prebuilt/cubins.tar.gz and .prebuilt/build.sha (the snapshot's
+# commit); run with carry [".whl", ".prebuilt"]. Two cores: about 15 minutes.
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
 [ -f "$here/gpu-snapshot.tar" ] || { echo "prebuild: no gpu-snapshot.tar here (scripts/device/README.md says how to make it)" >&2; exit 2; }
@@ -21,6 +26,7 @@ rm -rf /tmp/course && mkdir -p /tmp/course && tar -xf "$here/gpu-snapshot.tar" -
 mkdir -p /tmp/site && unzip -qo "$wheel" 'cutlass_library/source/include/*' -d /tmp/site
 export CUTLASS_INCLUDE=/tmp/site/cutlass_library/source/include
 cd /tmp/course
+rm -rf /tmp/cubin-cache; export COURSE_CUBIN_CACHE=/tmp/cubin-cache
 t0=$(date +%s)
 for l in labs/*/; do make -s -C "$l" build ARCH="${ARCH:-sm_90}" PYTHON="$python" > /dev/null || exit 1; done
 echo "prebuild: every lab built for ${ARCH:-sm_90} in $(( $(date +%s) - t0 )) s"
@@ -44,7 +50,14 @@ with ThreadPoolExecutor(os.cpu_count()) as pool:      # one nvcc process each
 print(f"prebuild: {len(inside)} of the log's {len(runs)} nvcc runs were inside the labs, built again")
 PY
 fi
+if [ "${GRADING:-1}" != 0 ]; then
+  t0=$(date +%s)
+  PYTHONPATH=/tmp/course "$python" -m pytest -q -p no:cacheprovider -n "$(nproc)" labs/*/tests/test_grading.py \
+    > /tmp/prebuild-grading.log 2>&1 || { echo "prebuild: the grading tests failed here (/tmp/prebuild-grading.log)" >&2; exit 1; }
+  echo "prebuild: the graders' builds in $(( $(date +%s) - t0 )) s ($(tail -n 1 /tmp/prebuild-grading.log))"
+fi
 mkdir -p "$here/.prebuilt"
+tar -czf "$here/.prebuilt/cubins.tar.gz" -C /tmp cubin-cache
 tar -czf "$here/.prebuilt/build.tar.gz" --exclude='.*.part' labs/*/build
 cp "$here/gpu-snapshot.sha" "$here/.prebuilt/build.sha"
-echo "prebuild: $(du -h "$here/.prebuilt/build.tar.gz" | cut -f1) in .prebuilt/build.tar.gz for $(cut -c1-7 "$here/gpu-snapshot.sha")"
+echo "prebuild: $(du -h "$here/.prebuilt/build.tar.gz" | cut -f1) in .prebuilt/build.tar.gz, $(ls /tmp/cubin-cache | grep -c 'cubin$') cubins ($(du -h "$here/.prebuilt/cubins.tar.gz" | cut -f1)) in .prebuilt/cubins.tar.gz for $(cut -c1-7 "$here/gpu-snapshot.sha")"

@@ -15,6 +15,12 @@ if [ -f "$here/gpu-snapshot.tar" ]; then
     tar -xzf "$here/.prebuilt/build.tar.gz" -C /tmp/course \
       && echo "prebuilt kernels of $(cut -c1-7 "$here/.prebuilt/build.sha" 2>/dev/null) unpacked (snapshot $(cut -c1-7 "$here/gpu-snapshot.sha"))" >> "$OUT/prebuilt.txt"
   fi
+  # the graders' cubins, by contents (COURSE_CUBIN_CACHE, common/build.py): a grader's copy of a file
+  # prebuild.sh built is copied, not compiled
+  if [ -f "$here/.prebuilt/cubins.tar.gz" ]; then
+    rm -rf /tmp/cubin-cache && tar -xzf "$here/.prebuilt/cubins.tar.gz" -C /tmp && export COURSE_CUBIN_CACHE=/tmp/cubin-cache \
+      && echo "$(ls /tmp/cubin-cache | grep -c 'cubin$') cached cubins unpacked in $COURSE_CUBIN_CACHE" >> "$OUT/prebuilt.txt"
+  fi
 else
   cd "$here"
 fi
