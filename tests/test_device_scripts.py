@@ -1,6 +1,7 @@
 """The developers' scripts for a lent GPU machine (scripts/device/), checked without one: the pytest
 plugin that writes failures and slow tests under $OUT as they happen, and the shell scripts' syntax."""
 import importlib.util
+import os
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -54,3 +55,20 @@ def test_snapshot_without_a_snapshot_tests_the_tree_itself_and_makes_out(tmp_pat
     assert r.returncode == 0, r.stderr
     where, out = r.stdout.split()
     assert Path(where) == project.resolve() and Path(out) == project.resolve() / "device-out" and Path(out).is_dir()
+
+
+def test_chain_runs_each_step_in_its_own_out_packs_them_and_skips_what_time_does_not_allow(tmp_path):
+    import tarfile
+    out = tmp_path / "out"
+    out.mkdir()
+    steps = ["echo one > $OUT/a.txt", "sleep 3; exit 3", "echo never > $OUT/b.txt"]
+    r = subprocess.run(["bash", str(DEVICE / "chain.sh"), "4", *steps], capture_output=True, text=True,
+                       env={**os.environ, "OUT": str(out), "MIN_S": "2"}, timeout=60)
+    assert r.returncode == 0, r.stderr
+    with tarfile.open(out / "steps.tgz") as t:
+        names = t.getnames()
+        chain = t.extractfile("./chain.txt").read().decode()
+        assert t.extractfile("./1/a.txt").read() == b"one\n"
+    assert "./2/step.log" in names and "./3/b.txt" not in names
+    assert "step 1: exit status 0" in chain and "step 2: exit status 3" in chain
+    assert "step 3 skipped" in chain, chain
