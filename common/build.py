@@ -11,11 +11,12 @@
                                    includes ("..."), the defines, the flags, the include directories
                                    or nvcc's version changed (contents, not mtimes: a cubin built from
                                    the same files elsewhere, at the same path, is up to date)
-    COURSE_CUBIN_CACHE=folder      cubins kept by what they were built from, paths left out (the
-                                   contents of the source and its headers, defines, flags, include
-                                   directories, nvcc): a grader's fresh copy of a file built before,
-                                   elsewhere, is served from it. Off unless set (the device scripts
-                                   set it: scripts/device/prebuild.sh fills it here before a call)
+    COURSE_CUBIN_CACHE=folder      cubins (and the graders' host probes) kept by what they were built
+                                   from, paths left out (the contents of the source and its headers,
+                                   defines, flags, include directories, nvcc): a grader's fresh copy
+                                   of a file built before, elsewhere, is served from it. Off unless
+                                   set (the device scripts set it: scripts/device/prebuild.sh fills
+                                   it here before a call). from_cache / to_cache / cache_key
     COURSE_NVCC_LOG=file           each nvcc run appended to it as a JSON line (its command, exit
                                    status and seconds; compile_cubin's arguments too): what a run
                                    compiled, and what it cost
@@ -170,7 +171,8 @@ def included_headers(src, include_dirs=()):
     return seen
 
 
-def _digest(path):
+def digest(path):
+    """A file's contents, as a stamp holds them."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:20]
 
 
@@ -179,7 +181,7 @@ def _stamp(src, arch, defines, flags, include_dirs):
     checkout, an unpacked archive, a grader's fresh copy) keeps its cubins; the paths stay in, as
     -lineinfo records them in the cubin."""
     files = [Path(src), *included_headers(src, include_dirs)]
-    return {"sources": {str(f): _digest(f) for f in files}, "arch": arch, "defines": defines,
+    return {"sources": {str(f): digest(f) for f in files}, "arch": arch, "defines": defines,
             "flags": NVCC_FLAGS + list(flags), "include_dirs": [str(d) for d in include_dirs],
             "nvcc": nvcc_version(), **({"with_ptx": True} if embeds_ptx(arch) else {})}
 
@@ -254,9 +256,11 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
         saved = json.loads(meta.read_text())
         if saved.get("stamp") == stamp:
             return saved["kernels"]
-    cached = _from_cache(stamp, out, meta)
+    products = {".cubin": out, ".ptxas.log": out.with_suffix(".ptxas.log")}
+    cached = from_cache(stamp, products)
     if cached is not None:
-        return cached
+        _replace_text(meta, json.dumps({"stamp": stamp, "kernels": cached["kernels"]}, indent=1))
+        return cached["kernels"]
     # nvcc writes a private file that replaces the cubin in one step: two processes building the same
     # cubin at once (pytest -n 2) each leave a whole one, never a torn one. Noted before the folder
     # is made, so a watcher that sees a new folder finds the course's note of a file inside it.
@@ -285,7 +289,7 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
     os.replace(part, out)
     writes.note(out)
     _replace_text(meta, json.dumps({"stamp": stamp, "kernels": kernels}, indent=1))
-    _to_cache(stamp, out, kernels)
+    to_cache(stamp, products, {"kernels": kernels})
     return kernels
 
 
@@ -303,47 +307,49 @@ def _cache_dir():
     return Path(d) if d else None
 
 
-def _from_cache(stamp, out, meta):
-    """Copy a cached cubin (and its ptxas report) to `out` when COURSE_CUBIN_CACHE holds one built from
-    the same contents, and return its kernels' resources; None when there is none or it cannot be read
-    (a sandboxed grader's worker)."""
+def from_cache(stamp, files):
+    """Copy COURSE_CUBIN_CACHE's entry for `stamp` (a key: cache_key) to `files` ({suffix: path}) and
+    return what was kept with it (a dict); None when there is no entry or it cannot be read (a
+    sandboxed grader's worker). Each file is written aside and renamed, and noted (writes.py)."""
     d = _cache_dir()
     if d is None:
         return None
     key = cache_key(stamp)
     try:
-        kernels = json.loads((d / f"{key}.json").read_text())["kernels"]
-        data = (d / f"{key}.cubin").read_bytes()
-        log = (d / f"{key}.ptxas.log").read_text()
-    except (OSError, ValueError, KeyError):
+        kept = json.loads((d / f"{key}.json").read_text())
+        datas = {suffix: (d / f"{key}{suffix}").read_bytes() for suffix in files}
+    except (OSError, ValueError):
         return None
-    part = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.part")
-    writes.note_temporary(part)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    part.write_bytes(data)
-    os.replace(part, out)
-    writes.note(out)
-    _replace_text(out.with_suffix(".ptxas.log"), log)
-    _replace_text(meta, json.dumps({"stamp": stamp, "kernels": kernels}, indent=1))
-    _log_nvcc(cached=key, src=next(iter(stamp["sources"])), out=str(out))
-    return kernels
+    for suffix, path in files.items():
+        path = Path(path)
+        part = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.part")
+        writes.note_temporary(part)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part.write_bytes(datas[suffix])
+        part.chmod((d / f"{key}{suffix}").stat().st_mode & 0o777)
+        os.replace(part, path)
+        writes.note(path)
+    _log_nvcc(cached=key, src=next(iter(stamp["sources"])), out=str(next(iter(files.values()))))
+    return kept
 
 
-def _to_cache(stamp, out, kernels):
-    """Keep a cubin just built in COURSE_CUBIN_CACHE (whole files or none: each is written aside and
-    renamed); a cache that cannot be written is left alone, the build already succeeded."""
+def to_cache(stamp, files, kept):
+    """Keep `files` ({suffix: path}, just built) and `kept` (a dict) in COURSE_CUBIN_CACHE under
+    cache_key(stamp): whole files or none (each written aside and renamed, the .json last: it marks the
+    entry whole). A cache that cannot be written is left alone: the build already succeeded."""
     d = _cache_dir()
     if d is None:
         return
     key = cache_key(stamp)
+    tag = f"{os.getpid()}.{threading.get_ident()}"
     try:
         d.mkdir(parents=True, exist_ok=True)
-        tag = f"{os.getpid()}.{threading.get_ident()}"
-        for suffix, data in ((".cubin", out.read_bytes()),
-                             (".ptxas.log", out.with_suffix(".ptxas.log").read_bytes()),
-                             (".json", json.dumps({"kernels": kernels}).encode())):   # last: it marks the entry whole
+        for suffix, path in [*files.items(), (".json", None)]:
             tmp = d / f".{key}{suffix}.{tag}"
-            tmp.write_bytes(data)
+            if path is None:
+                tmp.write_text(json.dumps(kept))
+            else:
+                shutil.copy(path, tmp)                 # the mode too: a probe is an executable
             os.replace(tmp, d / f"{key}{suffix}")
     except OSError:
         pass

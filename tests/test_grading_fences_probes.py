@@ -133,6 +133,27 @@ def test_a_probe_runs_every_build_and_its_verdict_names_the_failing_one(probe_la
     assert hostprobe.run(g, part, check, compiled) == (True, "")
 
 
+def test_a_copy_of_a_probed_file_in_another_folder_is_served_from_the_cache(probe_lab, tmp_path, monkeypatch):
+    """COURSE_CUBIN_CACHE holds the probes' binaries too (the graders build them in temporary folders):
+    the same student file elsewhere runs the cached binary, no nvcc; another file is built."""
+    from common import build
+    g, compiled, student = probe_lab
+    monkeypatch.setenv("COURSE_CUBIN_CACHE", str(tmp_path / "cache"))
+    calls = []
+    real = build.run_nvcc
+    monkeypatch.setattr(hostprobe, "run_nvcc", lambda cmd, about=None: calls.append(cmd) or real(cmd, about))
+    part, check = SimpleNamespace(name="p"), SimpleNamespace(name="table")
+    first = hostprobe.run(g, part, check, compiled)
+    assert len(calls) == 2                                 # two builds: the defaults and WIDTH = 2
+    other = tmp_path / "elsewhere" / "kernel.cu"
+    other.parent.mkdir()
+    other.write_text(student.read_text())
+    moved = SimpleNamespace(row=compiled.row, source=other, cubin=tmp_path / "build2" / "k.cubin")
+    assert hostprobe.run(g, part, check, moved) == first and len(calls) == 2
+    other.write_text(KERNEL.replace("WIDTH};", "3 + WIDTH};"))
+    assert hostprobe.run(g, part, check, moved) == (True, "") and len(calls) == 4
+
+
 def test_a_probe_that_does_not_compile_says_so_with_the_compilers_line(probe_lab):
     g, compiled, student = probe_lab
     student.write_text(KERNEL.replace("constexpr int table", "constexpr int tabel"))

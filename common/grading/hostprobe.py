@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..build import find_nvcc, nvcc_timeout_s, run_nvcc
+from ..build import (digest, find_nvcc, from_cache, included_headers, nvcc_timeout_s, nvcc_version, run_nvcc,
+                     to_cache)
 from ..errors import CourseError
 
 RUN_TIMEOUT_S = 60
@@ -57,6 +58,9 @@ def _first_error(text, kernel):
 def build(program, kernel, out, defines=None, flags=(), include_dirs=()):
     """Compile `program` with PROBE_KERNEL = `kernel` into `out`; returns `out`."""
     out = Path(out)
+    stamp = _stamp(program, kernel, defines, flags, include_dirs)
+    if from_cache(stamp, {".exe": out}) is not None:
+        return out
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = [find_nvcc(), "-std=c++17", "-O0", *flags, f'-DPROBE_KERNEL="{Path(kernel).resolve()}"',
            *[f"-D{k}={v}" for k, v in (defines or {}).items()],
@@ -69,7 +73,21 @@ def build(program, kernel, out, defines=None, flags=(), include_dirs=()):
     if proc.returncode != 0:
         raise CourseError(f"the probe {Path(program).name} does not compile with {Path(kernel).name}: "
                           f"{_first_error(proc.stdout + proc.stderr, kernel)}")
+    to_cache(stamp, {".exe": out}, {})
     return out
+
+
+def _stamp(program, kernel, defines, flags, include_dirs):
+    """What a probe's binary is built from, for COURSE_CUBIN_CACHE (build.cache_key): the student's
+    file, the program, and the headers each includes ("..."), by contents; the student's own folder
+    (a grader's temporary copy) is left out of the include folders, the headers found there being
+    counted by their contents. A cached binary is the same program; only a message naming its source
+    (an assert's) would name the file it was first built from."""
+    kernel = Path(kernel).resolve()
+    files = [kernel, *included_headers(kernel, include_dirs), Path(program), *included_headers(program, include_dirs)]
+    return {"sources": {str(f): digest(f) for f in files}, "probe": True, "defines": dict(defines or {}),
+            "flags": list(flags), "include_dirs": [str(d) for d in include_dirs if Path(d).resolve() != kernel.parent],
+            "nvcc": nvcc_version()}
 
 
 def run(g, part, check, compiled):
