@@ -256,9 +256,15 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
         saved = json.loads(meta.read_text())
         if saved.get("stamp") == stamp:
             return saved["kernels"]
+    command = lambda target: [find_nvcc(), *_nvcc_flags(arch), *flags, *[f"-I{d}" for d in include_dirs],
+                              *[f"-D{k}={v}" for k, v in defines.items()], "-o", str(target), str(src)]
     products = {".cubin": out, ".ptxas.log": out.with_suffix(".ptxas.log")}
     cached = from_cache(stamp, products)
     if cached is not None:
+        # the report's first line is the command, which names the source (readers take it from there:
+        # the simulated GPU): this build's, not the one the cached cubin was first built from
+        report = products[".ptxas.log"].read_text().split("\n", 1)
+        _replace_text(products[".ptxas.log"], " ".join(command(out)) + "\n" + (report[1] if len(report) > 1 else ""))
         _replace_text(meta, json.dumps({"stamp": stamp, "kernels": cached["kernels"]}, indent=1))
         return cached["kernels"]
     # nvcc writes a private file that replaces the cubin in one step: two processes building the same
@@ -267,8 +273,7 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
     part = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.part")
     writes.note_temporary(part)
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [find_nvcc(), *_nvcc_flags(arch), *flags, *[f"-I{d}" for d in include_dirs],
-           *[f"-D{k}={v}" for k, v in defines.items()], "-o", str(part), str(src)]
+    cmd = command(part)
     try:
         proc = run_nvcc(cmd, about=dict(src=str(src), out=str(out), arch=arch, defines=defines, flags=list(flags),
                                         include_dirs=include_dirs))
@@ -278,7 +283,7 @@ def compile_cubin(src, out, arch, defines=None, force=False, flags=(), include_d
                           hint="a file it reads may never end (an #include of a pipe or a device?); "
                                "COURSE_NVCC_TIMEOUT_S=<seconds> allows more on a slow machine") from None
     log = proc.stdout + proc.stderr
-    shown = [c if c != str(part) else str(out) for c in cmd]
+    shown = command(out)
     _replace_text(out.with_suffix(".ptxas.log"), " ".join(shown) + "\n" + log)
     if proc.returncode != 0:
         part.unlink(missing_ok=True)
@@ -317,7 +322,6 @@ def from_cache(stamp, files):
     key = cache_key(stamp)
     try:
         kept = json.loads((d / f"{key}.json").read_text())
-        datas = {suffix: (d / f"{key}{suffix}").read_bytes() for suffix in files}
     except (OSError, ValueError):
         return None
     for suffix, path in files.items():
@@ -325,8 +329,16 @@ def from_cache(stamp, files):
         part = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.part")
         writes.note_temporary(part)
         path.parent.mkdir(parents=True, exist_ok=True)
-        part.write_bytes(datas[suffix])
-        part.chmod((d / f"{key}{suffix}").stat().st_mode & 0o777)
+        try:
+            # a link, not a copy: a binary this process wrote could not be run while a child forked by
+            # another thread still held it open for writing (ETXTBSY)
+            os.link(d / f"{key}{suffix}", part)
+        except OSError:
+            try:
+                shutil.copy(d / f"{key}{suffix}", part)
+            except OSError:
+                part.unlink(missing_ok=True)
+                return None
         os.replace(part, path)
         writes.note(path)
     _log_nvcc(cached=key, src=next(iter(stamp["sources"])), out=str(next(iter(files.values()))))

@@ -90,6 +90,21 @@ def _stamp(program, kernel, defines, flags, include_dirs):
             "nvcc": nvcc_version()}
 
 
+def _run(exe, tries=5):
+    """Run a probe's binary. A binary written by this process (a copy from COURSE_CUBIN_CACHE) cannot be
+    executed while a child that another thread forked meanwhile still holds it open (ETXTBSY, for the
+    moment between its fork and its exec): tried again after a pause."""
+    import errno
+    import time
+    for i in range(tries):
+        try:
+            return subprocess.run([str(exe)], capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        except OSError as e:
+            if e.errno != errno.ETXTBSY or i == tries - 1:
+                raise
+            time.sleep(0.05 * (i + 1))
+
+
 def run(g, part, check, compiled):
     """(ok, reason) of one probe check for a compiled student kernel (static.Compiled)."""
     probe = probe_for(g, part.name, check.name)
@@ -104,7 +119,7 @@ def run(g, part, check, compiled):
         exe = folder / f"{Path(compiled.source).stem}-{part.name}-{check.name}-{i}"
         try:
             build(program, compiled.source, exe, defines, flags, includes)
-            proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+            proc = _run(exe)
         except CourseError as e:
             return False, e.message
         except subprocess.TimeoutExpired:
