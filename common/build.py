@@ -315,7 +315,7 @@ def _cache_dir():
 def from_cache(stamp, files):
     """Copy COURSE_CUBIN_CACHE's entry for `stamp` (a key: cache_key) to `files` ({suffix: path}) and
     return what was kept with it (a dict); None when there is no entry or it cannot be read (a
-    sandboxed grader's worker). Each file is written aside and renamed, and noted (writes.py)."""
+    sandboxed grader's worker). Each file is linked (else copied) aside and renamed, and noted (writes.py)."""
     d = _cache_dir()
     if d is None:
         return None
