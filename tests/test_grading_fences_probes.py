@@ -313,3 +313,24 @@ def test_the_first_load_after_the_prologues_copies_needs_a_wait_and_a_barrier():
     assert "first shared load" in problem and "before any wait and barrier" in problem
     (problem,) = fences.problems(listing(prologue + ["DEPBAR.LE SB0, 0x1", "LDS.128 R12, [R2]"]))
     assert "before a barrier after the wait" in problem
+
+
+def test_a_probe_binary_busy_for_a_moment_is_run_again_and_another_error_is_not(monkeypatch, tmp_path):
+    """ETXTBSY (a child forked by another thread still holds the binary open) is tried again; any other
+    OSError, or ETXTBSY every time, is raised."""
+    import errno
+    tries = []
+
+    def busy_once(argv, **kw):
+        tries.append(argv)
+        if len(tries) == 1:
+            raise OSError(errno.ETXTBSY, "Text file busy")
+        return "ran"
+    monkeypatch.setattr(hostprobe.subprocess, "run", busy_once)
+    assert hostprobe._run(tmp_path / "probe") == "ran" and len(tries) == 2
+    monkeypatch.setattr(hostprobe.subprocess, "run", lambda argv, **kw: (_ for _ in ()).throw(OSError(errno.ETXTBSY, "busy")))
+    with pytest.raises(OSError):
+        hostprobe._run(tmp_path / "probe", tries=2)
+    monkeypatch.setattr(hostprobe.subprocess, "run", lambda argv, **kw: (_ for _ in ()).throw(OSError(errno.ENOENT, "gone")))
+    with pytest.raises(OSError, match="gone"):
+        hostprobe._run(tmp_path / "probe")
