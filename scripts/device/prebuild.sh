@@ -13,7 +13,7 @@
 #                   builds in its temporary folders (the reference, the untouched workspace, each
 #                   known-wrong patch) is kept by its contents, and the device's graders, which build
 #                   the same files in other temporary folders, find them (common/build.py, cache_key)
-# Writes .prebuilt/build.tar.gz, .prebuilt/cubins.tar.gz and .prebuilt/build.sha (the snapshot's
+# Writes .prebuilt/build.tar.gz, .prebuilt/cubins.tar.xz and .prebuilt/build.sha (the snapshot's
 # commit); run with carry [".whl", ".prebuilt"]. Two cores: about 15 minutes.
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -57,7 +57,10 @@ if [ "${GRADING:-1}" != 0 ]; then
   echo "prebuild: the graders' builds in $(( $(date +%s) - t0 )) s ($(tail -n 1 /tmp/prebuild-grading.log))"
 fi
 mkdir -p "$here/.prebuilt"
-tar -czf "$here/.prebuilt/cubins.tar.gz" -C /tmp cubin-cache
+# xz, not gzip: the host probes (about 1 MB each, most of it the same CUDA runtime) compress across
+# files only with xz's large window: 8 MB instead of 48 MB, and a call carries at most 64 MiB
+rm -f "$here/.prebuilt/cubins.tar.gz"
+tar -cf - -C /tmp cubin-cache | xz -T"$(nproc)" -6 > "$here/.prebuilt/cubins.tar.xz"
 tar -czf "$here/.prebuilt/build.tar.gz" --exclude='.*.part' labs/*/build
 cp "$here/gpu-snapshot.sha" "$here/.prebuilt/build.sha"
-echo "prebuild: $(du -h "$here/.prebuilt/build.tar.gz" | cut -f1) in .prebuilt/build.tar.gz, $(ls /tmp/cubin-cache | grep -c 'cubin$') cubins ($(du -h "$here/.prebuilt/cubins.tar.gz" | cut -f1)) in .prebuilt/cubins.tar.gz for $(cut -c1-7 "$here/gpu-snapshot.sha")"
+echo "prebuild: $(du -h "$here/.prebuilt/build.tar.gz" | cut -f1) in .prebuilt/build.tar.gz, $(ls /tmp/cubin-cache | grep -c 'cubin$') cubins ($(du -h "$here/.prebuilt/cubins.tar.xz" | cut -f1)) in .prebuilt/cubins.tar.xz for $(cut -c1-7 "$here/gpu-snapshot.sha")"

@@ -17,8 +17,11 @@ if [ -f "$here/gpu-snapshot.tar" ]; then
   fi
   # the graders' cubins, by contents (COURSE_CUBIN_CACHE, common/build.py): a grader's copy of a file
   # prebuild.sh built is copied, not compiled
-  if [ -f "$here/.prebuilt/cubins.tar.gz" ]; then
-    rm -rf /tmp/cubin-cache && tar -xzf "$here/.prebuilt/cubins.tar.gz" -C /tmp && export COURSE_CUBIN_CACHE=/tmp/cubin-cache \
+  if [ -f "$here/.prebuilt/cubins.tar.xz" ]; then
+    rm -rf /tmp/cubin-cache
+    { tar -xJf "$here/.prebuilt/cubins.tar.xz" -C /tmp 2>/dev/null \
+      || python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall('/tmp')" "$here/.prebuilt/cubins.tar.xz"; } \
+      && export COURSE_CUBIN_CACHE=/tmp/cubin-cache \
       && echo "$(ls /tmp/cubin-cache | grep -c 'cubin$') cached cubins unpacked in $COURSE_CUBIN_CACHE" >> "$OUT/prebuilt.txt"
   fi
 else
