@@ -49,12 +49,33 @@ def test_snapshot_without_a_snapshot_tests_the_tree_itself_and_makes_out(tmp_pat
     a path of the lent machine, not exercised here.)"""
     project = tmp_path / "project"
     (project / "scripts" / "device").mkdir(parents=True)
-    (project / "scripts" / "device" / "snapshot.sh").write_text((DEVICE / "snapshot.sh").read_text())
+    for name in ("snapshot.sh", "names.sh"):
+        (project / "scripts" / "device" / name).write_text((DEVICE / name).read_text())
     r = subprocess.run(["bash", "-c", "source scripts/device/snapshot.sh && pwd && echo \"$OUT\""], cwd=tmp_path / "project",
                        capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr
     where, out = r.stdout.split()
     assert Path(where) == project.resolve() and Path(out) == project.resolve() / "device-out" and Path(out).is_dir()
+
+
+@pytest.mark.parametrize("snapshot, tar, pack", [(None, "gpu-snapshot.tar", ".prebuilt"),
+                                                  ("gpu-next", "gpu-next.tar", ".prebuilt-gpu-next")])
+def test_a_named_snapshot_has_its_own_tar_and_prebuilt_pack(tmp_path, snapshot, tar, pack):
+    """Two commits prepared here (main and a branch) travel side by side: SNAPSHOT=name picks name.tar and
+    .prebuilt-name/, the default is gpu-snapshot.tar with .prebuilt/."""
+    env = {"PATH": "/usr/bin:/bin", **({"SNAPSHOT": snapshot} if snapshot else {})}
+    r = subprocess.run(["bash", "-c", f"here={tmp_path}; source {DEVICE / 'names.sh'}; echo $snap.tar $pre"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [tar, str(tmp_path / pack)]
+
+
+@pytest.mark.parametrize("bad", ["../x", "a b", "x/y"])
+def test_a_snapshot_name_that_is_not_a_file_name_is_refused_with_what_to_use(tmp_path, bad):
+    r = subprocess.run(["bash", "-c", f"here={tmp_path}; source {DEVICE / 'names.sh'}; echo reached"],
+                       capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "SNAPSHOT": bad})
+    assert r.returncode == 2 and "reached" not in r.stdout
+    assert f"SNAPSHOT={bad}" in r.stderr and "letters, digits" in r.stderr
 
 
 def test_chain_runs_each_step_in_its_own_out_packs_them_and_skips_what_time_does_not_allow(tmp_path):

@@ -17,11 +17,12 @@
 # commit); run with carry [".whl", ".prebuilt"]. Two cores: about 15 minutes.
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
-[ -f "$here/gpu-snapshot.tar" ] || { echo "prebuild: no gpu-snapshot.tar here (scripts/device/README.md says how to make it)" >&2; exit 2; }
+source "$(dirname "$0")/names.sh"             # $snap and $pre: which snapshot, which prebuilt pack
+[ -f "$here/$snap.tar" ] || { echo "prebuild: no $snap.tar here (scripts/device/README.md says how to make it)" >&2; exit 2; }
 python=${PYTHON:-$here/.venv/bin/python}
 wheel=$(ls "$here"/.whl/nvidia_cutlass-*.whl 2>/dev/null | head -1)
 [ -n "$wheel" ] || { echo "prebuild: no nvidia_cutlass wheel in .whl/ (run ../shared/gpu/prepare)" >&2; exit 2; }
-rm -rf /tmp/course && mkdir -p /tmp/course && tar -xf "$here/gpu-snapshot.tar" -C /tmp/course
+rm -rf /tmp/course && mkdir -p /tmp/course && tar -xf "$here/$snap.tar" -C /tmp/course
 # CuTe's headers at the path the device's gpu-env.sh installs them (-I and -lineinfo name it)
 mkdir -p /tmp/site && unzip -qo "$wheel" 'cutlass_library/source/include/*' -d /tmp/site
 export CUTLASS_INCLUDE=/tmp/site/cutlass_library/source/include
@@ -56,11 +57,11 @@ if [ "${GRADING:-1}" != 0 ]; then
     > /tmp/prebuild-grading.log 2>&1 || { echo "prebuild: the grading tests failed here (/tmp/prebuild-grading.log)" >&2; exit 1; }
   echo "prebuild: the graders' builds in $(( $(date +%s) - t0 )) s ($(tail -n 1 /tmp/prebuild-grading.log))"
 fi
-mkdir -p "$here/.prebuilt"
+mkdir -p "$pre"
 # xz, not gzip: the host probes (about 1 MB each, most of it the same CUDA runtime) compress across
 # files only with xz's large window: 8 MB instead of 48 MB, and a call carries at most 64 MiB
-rm -f "$here/.prebuilt/cubins.tar.gz"
-tar -cf - -C /tmp cubin-cache | xz -T"$(nproc)" -6 > "$here/.prebuilt/cubins.tar.xz"
-tar -czf "$here/.prebuilt/build.tar.gz" --exclude='.*.part' labs/*/build
-cp "$here/gpu-snapshot.sha" "$here/.prebuilt/build.sha"
-echo "prebuild: $(du -h "$here/.prebuilt/build.tar.gz" | cut -f1) in .prebuilt/build.tar.gz, $(ls /tmp/cubin-cache | grep -c 'cubin$') cubins ($(du -h "$here/.prebuilt/cubins.tar.xz" | cut -f1)) in .prebuilt/cubins.tar.xz for $(cut -c1-7 "$here/gpu-snapshot.sha")"
+rm -f "$pre/cubins.tar.gz"
+tar -cf - -C /tmp cubin-cache | xz -T"$(nproc)" -6 > "$pre/cubins.tar.xz"
+tar -czf "$pre/build.tar.gz" --exclude='.*.part' labs/*/build
+cp "$here/$snap.sha" "$pre/build.sha"
+echo "prebuild: $(du -h "$pre/build.tar.gz" | cut -f1) in $pre/build.tar.gz, $(ls /tmp/cubin-cache | grep -c 'cubin$') cubins ($(du -h "$pre/cubins.tar.xz" | cut -f1)) in $pre/cubins.tar.xz for $(cut -c1-7 "$here/$snap.sha")"
