@@ -58,6 +58,45 @@ def test_snapshot_without_a_snapshot_tests_the_tree_itself_and_makes_out(tmp_pat
     assert Path(where) == project.resolve() and Path(out) == project.resolve() / "device-out" and Path(out).is_dir()
 
 
+def test_new_kernels_sanitize_phase_runs_each_labs_new_kernels_and_packs_their_reports(tmp_path):
+    """PHASE=sanitize of new-kernels.sh (the kernels written without a GPU): `make sanitize` once a lab,
+    limited to the new kernels, a log each with make's exit status, and the labs' new sanitizer
+    reports packed into $OUT/sanitize.tgz. make and nvidia-smi are stand-ins that record their calls."""
+    import tarfile
+    project = tmp_path / "project"
+    (project / "scripts" / "device").mkdir(parents=True)
+    for name in ("new-kernels.sh", "snapshot.sh", "names.sh"):
+        (project / "scripts" / "device" / name).write_text((DEVICE / name).read_text())
+    labs = ["lab07a-tf32-tensor-cores", "lab07c-hopper-wgmma", "lab07d-decode-shapes"]
+    for lab in labs:
+        (project / "labs" / lab / "results").mkdir(parents=True)
+        (project / "labs" / lab / "reports" / "sanitize").mkdir(parents=True)
+    (project / "labs" / labs[1] / "reports" / "sanitize" / "old.json").write_text("{}")   # before the run
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    calls = tmp_path / "calls.txt"
+    (bin_ / "make").write_text(f"""#!/bin/bash
+echo "$*" >> {calls}
+if [ "$3" = sanitize ]; then echo '{{}}' > "$2/reports/sanitize/sanitize_sm_90_new.json"; fi
+""")
+    (bin_ / "nvidia-smi").write_text("#!/bin/bash\necho 'name, clocks.sm'\n")
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    out = tmp_path / "out"
+    r = subprocess.run(["bash", "scripts/device/new-kernels.sh"], cwd=project, capture_output=True, text=True,
+                       env={"PATH": f"{bin_}:/usr/bin:/bin", "OUT": str(out), "PHASE": "sanitize"})
+    assert r.returncode == 0, r.stderr
+    sanitize = [line for line in calls.read_text().splitlines() if " sanitize " in line]
+    assert sanitize == ["-C labs/lab07c-hopper-wgmma sanitize KERNELS=h6,h6_tf32,h4_3xtf32,h7 PYTHON=python3",
+                        "-C labs/lab07d-decode-shapes sanitize KERNELS=wgmma_splitk,h6 PYTHON=python3",
+                        "-C labs/lab07a-tf32-tensor-cores sanitize KERNELS=k8 PYTHON=python3"]
+    for lab in ("7a", "7c", "7d"):
+        assert (out / f"sanitize-{lab}.log").read_text().strip().endswith("exit status 0")
+    with tarfile.open(out / "sanitize.tgz") as t:
+        packed = sorted(t.getnames())
+    assert packed == sorted(f"labs/{lab}/reports/sanitize/sanitize_sm_90_new.json" for lab in labs)
+
+
 @pytest.mark.parametrize("snapshot, tar, pack", [(None, "gpu-snapshot.tar", ".prebuilt"),
                                                   ("gpu-next", "gpu-next.tar", ".prebuilt-gpu-next")])
 def test_a_named_snapshot_has_its_own_tar_and_prebuilt_pack(tmp_path, snapshot, tar, pack):

@@ -12,6 +12,7 @@ from common.lab import load
 from common.precision import TF32_ROUNDED, TF32_SPLIT, TF32_TRUNCATED
 from common.measure import Tuning
 
+from .launch import PreSplit
 from .models import BANK_ACCESSES, BANK_MAIN_LOOPS  # noqa: F401  (the bank model's data)
 from .tuning import candidates, reason_illegal
 
@@ -63,9 +64,12 @@ TF32 = [
 
 # FP32 accuracy on the TF32 tensor cores: each operand split into two TF32 parts, three products (3xTF32)
 THREE_X = [
+    # launch.py's PreSplit: the split entry writes A's and B's big and small parts first (in the call's time)
     Kernel("k8", "k8_3xtf32.cu", {"vec": "tf32gemm_k8_vec", "scalar": "tf32gemm_k8_scalar"}, "fp32_3xtf32",
-           choose=_vec4, args=ALPHA_BETA, input_roundoff=TF32_SPLIT,
-           title="k7 with big + small TF32 operands, 3 mma.sync per step, partial sums promoted to FP32",
+           choose=_vec4, args=ALPHA_BETA, input_roundoff=TF32_SPLIT, launch_hook=PreSplit(),
+           helpers={"split": "tf32gemm_k8_split"},
+           title="k7 on big + small TF32 operands split once by a pass before it, 3 mma.sync per step, "
+                 "partial sums promoted to FP32",
            claim="FP32's accuracy faster than cuBLAS SGEMM: three TF32 products cost less than one FFMA GEMM"),
 ]
 

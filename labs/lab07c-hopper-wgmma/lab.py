@@ -9,10 +9,11 @@ rules, how a TMA kernel is launched (launch.py: tensor maps, persistent grids, c
 from common.kernels import Kernel
 from common.measure import Tuning
 from common.lab import load
-from common.precision import TF32_TRUNCATED
+from common.precision import TF32_SPLIT, TF32_TRUNCATED
 
 from . import tuning
-from .launch import tf32_persistent, tma_clusters, tma_grid, tma_persistent
+from .launch import (split_persistent, tf32_persistent, tf32_registers_persistent, tma_clusters, tma_grid,
+                     tma_persistent, tma_persistent_store, tma_stream_k)
 
 TITLE = "Lab 7c, Hopper: wgmma, TMA, mbarriers, warp specialization (sm_90a)"
 SHORT = "lab07c"
@@ -58,6 +59,14 @@ FP16 = [
     _tma("h5", "h5_cluster_multicast.cu", "hgemm_h5_cluster", tma_clusters,
          "h4 in 2-block clusters that share each B tile by TMA multicast",
          "a third less L2-to-SM traffic per block, paid for with cross-block mbarrier arrivals"),
+    _tma("h6", "h6_tma_store.cu", "hgemm_h6_tma_store", tma_persistent_store,
+         "h4 with its epilogue through shared memory: 64 x 32 chunks, swizzled, stored by TMA",
+         "the consumers write C into shared memory and go back to the tensor core while the copy "
+         "engine stores it; no thread writes global memory"),
+    _tma("h7", "h7_stream_k.cu", "hgemm_h7_stream_k", tma_stream_k,
+         "h6 with a stream-K tail: the tiles past the last full round shared out by k-iterations",
+         "no SM idles in the last round: every block gets an equal share of the leftover tiles' "
+         "k-iterations, and a tile split across blocks is summed by the block that starts it, in a fixed order"),
 ]
 
 TF32 = [
@@ -68,14 +77,40 @@ TF32 = [
            title="h4's design on TF32 wgmma (m64n256k8), B transposed on the device first",
            claim="TF32 wgmma reads only K-major operands: each call transposes B (counted in its time), "
                  "then runs h4's persistent warp-specialized GEMM"),
+    Kernel("h6_tf32", "h6_tf32.cu", {"": "sgemm_h6_tf32"}, "tf32_tensor", archs=HOPPER, needs=HOPPER_NEEDS,
+           rules=(K_MULTIPLE_OF_4,),
+           launch_hook=tf32_registers_persistent, input_roundoff=TF32_TRUNCATED,
+           title="TF32 without the transpose: C^T = B^T A^T, B's fragments loaded into registers, h6's epilogue",
+           claim="wgmma takes its A operand from registers, which load from any layout: row-major B needs no "
+                 "transpose pass, and C^T goes to its place in C through h6's shared-memory chunks"),
 ]
 
-# lab 7's best mma.sync kernel in the same table: what wgmma is worth over it on the same GPU
+# FP32 accuracy from the TF32 tensor cores (lab 7a's k8 explains the split and the promotion); any K:
+# the split pass writes every part at a pitch TMA can describe
+THREE_X = [
+    Kernel("h4_3xtf32", "h4_3xtf32.cu", {"": "sgemm_h4_3xtf32"}, "fp32_3xtf32", archs=HOPPER, needs=HOPPER_NEEDS,
+           launch_hook=split_persistent, input_roundoff=TF32_SPLIT, helpers={"split": "split_h4_3xtf32"},
+           title="h4_tf32 on big + small TF32 parts split on the device, 3 wgmma per step, sums promoted to FP32",
+           claim="FP32's accuracy at tensor-core speed: a split pass (counted in the time), then 128 x 128 "
+                 "tiles whose wgmma chains are added to FP32 registers every KCHUNK of K"),
+]
+
+# lab 7's best mma.sync kernel in the same table: what wgmma is worth over it on the same GPU; lab 7a's
+# k8 beside the 3xTF32 rung likewise
 LAB7 = load("lab07-matmul-registers")
-LADDERS = {"fp16": [LAB7.kernel("t4"), T4_TMA] + FP16, "tf32": TF32}
+LAB7A = load("lab07a-tf32-tensor-cores")
+LADDERS = {"fp16": [LAB7.kernel("t4"), T4_TMA] + FP16, "tf32": TF32, "3xtf32": [LAB7A.kernel("k8")] + THREE_X}
+# 3xtf32's baseline is cuBLAS SGEMM (the rung's precision); cuBLAS TF32 and the same split done with
+# three cuBLAS TF32 calls are timed beside it
+EXTRA_BASELINES = {"3xtf32": ["tf32_tensor", "tf32x3_cublas", "fp32_bf16x9"]}
+# make accuracy (common/accuracy.py): error vs K beside cuBLAS's, for 1xTF32 (h4_tf32), the 3xTF32 rung,
+# and the rung built with one wgmma chain over all of K up to 65536 (consumer 1's first chain is half a
+# KCHUNK): what the promotion buys
+ACCURACY_ROWS = ["h4_tf32", "h4_3xtf32", ("h4_3xtf32", {"KCHUNK": 131072})]
 BENCH_SIZES = [2048, 4096, 8192]
 SELFCHECK_SHAPES = [(1, 1, 8), (127, 129, 136), (129, 127, 64), (1000, 3, 520), (300, 520, 1000), (256, 256, 256)]
-SANITIZE_SHAPES = [(127, 129, 136), (300, 520, 1000)]
+# the third: h7's stream-K on (33 tiles x 17 k-iterations over 132 SMs, each tile summed from 4-5 blocks)
+SANITIZE_SHAPES = [(127, 129, 136), (300, 520, 1000), (300, 2600, 1088)]
 # make tune: h4 and h4_tf32 over tile x STAGES x GROUP (tuning.py says why those); the compiler says which
 # candidates their static_asserts accept before anything is built
 TUNING = {"fp16": Tuning("h4", tuning.candidates_fp16, illegal=tuning.reason_illegal["fp16"], sizes=(4096, 8192)),

@@ -2,8 +2,16 @@
 
     tma_grid(kernel, func, M, N, K, a, b, c, alpha, beta, stream)        h2, h3: one block per tile
     tma_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream)  h4: one block per SM
+    tma_persistent_store(kernel, func, M, N, K, a, b, c, alpha, beta, stream)  h6: h4's grid, C as a
+                                  TMA map too (a padded scratch C, copied back, when N % 4)
+    tma_stream_k(kernel, func, M, N, K, a, b, c, alpha, beta, stream)    h7: h6 with a stream-K tail: the
+                                  grid, dp_tiles (stream_k_plan), a workspace of flags and partial tiles,
+                                  and a new epoch at every launch
     tma_clusters(kernel, func, M, N, K, a, b, c, alpha, beta, stream)    h5: persistent 2-block clusters
     tf32_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream) h4_tf32: B^T, then h4's grid
+    split_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream) h4_3xtf32: A and B^T split
+                                  into TF32 big and small parts, then h4's grid
+    tf32_registers_persistent(...)  h6_tf32: A, B and C as maps as stored, h4's grid (no transpose)
     tma_launch(kernel, M, N, K, a, b, c, stream, grid)   h2-h5's maps and launch on a grid of the
                                   caller's choosing (lab 7d's wgmma_decode: clusters along K)
     cubin_for(kernel, func)       the cubin a hook launches: the one `func` was loaded from
@@ -106,7 +114,8 @@ def _map(ptr, dtype, rows, cols, box_rows, box_cols, pitch):
 _SCRATCH = {}
 
 
-def _scratch(purpose, nbytes):
+def _scratch(purpose, nbytes, zero=False):
+    """A device buffer of at least nbytes kept for `purpose`; zero: a new one is zeroed (h7's flags)."""
     import pycuda.driver as cuda
     buf = _SCRATCH.get(purpose)
     if buf is None or buf[1] < nbytes:
@@ -114,6 +123,8 @@ def _scratch(purpose, nbytes):
             cuda.Context.synchronize()          # a launch in flight may still read the old one
             buf[0].free()
         buf = (cuda.mem_alloc(nbytes), nbytes)
+        if zero:
+            cuda.memset_d8(buf[0], 0, nbytes)
         _SCRATCH[purpose] = buf
         _PREPARED.clear()                       # prepared launches point at the old buffer
     return int(buf[0])
@@ -194,22 +205,38 @@ def _copy_step(dst, dst_pitch, src, src_pitch, width, rows, stream):
 
 
 # --- FP16: h2, h3, h4, h5 ----------------------------------------------------------------------
-def _fp16_steps(kernel, cubin, M, N, K, a, b, c, stream, grid):
-    """[copy B to a padded pitch if N % 8,] launch: A (M x K) and B (K x N) as TMA maps."""
+def _fp16_steps(kernel, cubin, M, N, K, a, b, c, stream, grid, c_map=False, extra=()):
+    """[copy B to a padded pitch if N % 8,] launch: A (M x K) and B (K x N) as TMA maps; with c_map,
+    C (M x N, FP32) as a TMA map too, in boxes of STORE_COLS x STORE_ROWS (the kernel's constants),
+    through a padded scratch C copied into C after the launch when C's pitch is not 16-byte aligned.
+    extra: ctypes values passed after C (h7's), read by the driver at each launch."""
     f = function(kernel, kernel.entries[kernel.variants[0]], kernel.shared_bytes, cubin)
     bm, _ = kernel.tile
     bk = kernel.tiling.value("BK")
     pb = tm.padded_pitch(N, np.float16)
-    steps, b = [], int(b)
+    steps, after, b = [], [], int(b)
     if pb != N:
         dst = _scratch("B padded", K * pb * 2)
         steps.append(_copy_step(dst, pb * 2, b, N * 2, N * 2, K, stream))
         b = dst
     tmA = _map(int(a), "float16", M, K, bm, SWIZZLE_HALVES, K)
     tmB = _map(b, "float16", K, N, bk, SWIZZLE_HALVES, pb)
-    steps.append(prepared_launch(f, grid, (kernel.threads,), [*_ints(M, N, K), tmA, tmB, _ptr(c)],
+    out = _ptr(c)
+    if c_map:
+        out, after = _c_map(kernel, M, N, c, stream)
+    steps.append(prepared_launch(f, grid, (kernel.threads,), [*_ints(M, N, K), tmA, tmB, out, *extra],
                                  kernel.shared_bytes, _stream(stream)))
-    return steps
+    return steps + after
+
+
+def _c_map(kernel, M, N, c, stream):
+    """(C as a TMA map in boxes of STORE_COLS x STORE_ROWS, the kernel's constants, [the copy after the
+    launch]): through a padded scratch C, copied into C, when C's pitch or address is not 16-byte aligned."""
+    pc, cc, after = tm.padded_pitch(N, np.float32), int(c), []
+    if pc != N or cc % 16:
+        cc = _scratch("C padded", M * pc * 4)
+        after.append(_copy_step(int(c), N * 4, cc, pc * 4, N * 4, M, stream))
+    return _map(cc, "float32", M, N, kernel.tiling.value("STORE_ROWS"), kernel.tiling.value("STORE_COLS"), pc), after
 
 
 def _tiles(kernel, M, N):
@@ -237,6 +264,74 @@ def tma_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
     _run(kernel, cubin, M, N, K, a, b, c, stream, make)
 
 
+def tma_persistent_store(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
+    """h6: h4's persistent grid; the kernel stores C by TMA, so C is a map as well."""
+    cubin = cubin_for(kernel, func)
+
+    def make():
+        tiles_m, tiles_n = _tiles(kernel, M, N)
+        return _fp16_steps(kernel, cubin, M, N, K, a, b, c, stream, (min(tiles_m * tiles_n, _sm_count()),),
+                           c_map=True)
+    _run(kernel, cubin, M, N, K, a, b, c, stream, make)
+
+
+# --- h7: h6 with a stream-K tail -------------------------------------------------------------------
+MIN_SK_ITERS = 4        # fewer k-iterations a block than this in the stream-K share: stream-K off (its
+                        # fix-up, a partial tile through L2, would cost more than the idle SMs it saves;
+                        # an estimate, to be measured: h7_stream_k.cu's header)
+_EPOCH = [0]            # the last epoch handed to an h7 launch, for every shape: they share the flags
+
+
+def stream_k_plan(tiles, kt, sms, min_iters=None):
+    """(grid, dp_tiles) of h7 for `tiles` output tiles of `kt` k-iterations on `sms` SMs: stream-K on
+    (grid = sms, dp_tiles = sms * floor(tiles / sms): the full rounds walked whole, the rest shared out
+    by k-iterations) unless the SMs divide the tiles, or each block's share of the rest would be under
+    MIN_SK_ITERS k-iterations, or the rest's iterations would pass 32-bit arithmetic (h7_schedule.cuh);
+    off: h6's grid, min(sms, tiles), every tile whole."""
+    min_iters = MIN_SK_ITERS if min_iters is None else min_iters
+    dp = sms * (tiles // sms)
+    rest = (tiles - dp) * kt
+    if tiles % sms == 0 or rest < min_iters * sms or rest >= 2 ** 31:
+        return min(sms, tiles), tiles
+    return sms, dp
+
+
+def _next_epoch():
+    """1, 2, ..., 2^32 - 1, 1, ...: never 0, the value of a zeroed flag."""
+    _EPOCH[0] = _EPOCH[0] % 0xFFFFFFFF + 1
+    return _EPOCH[0]
+
+
+def stream_k_workspace_bytes(kernel, sms):
+    """(bytes, offset of the partials): CONSUMERS flags a block (unsigned, rounded up to 256 bytes),
+    then a BM x BN FP32 slot a block; sized for a grid of `sms` blocks, the largest h7 launches."""
+    bm, bn = kernel.tile
+    flags = cdiv(kernel.tiling.value("CONSUMERS") * sms * 4, 256) * 256
+    return flags + sms * bm * bn * 4, flags
+
+
+def tma_stream_k(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
+    """h7: stream_k_plan's grid and dp_tiles, the workspace (flags zeroed when allocated, grown only), and
+    before every launch a new epoch: the kernel's flags say "done" only when they equal it, so they are
+    never reset. The epoch is a ctypes value packed by address (prepared_launch): the step before the
+    launch changes it, the driver reads it at the launch."""
+    cubin = cubin_for(kernel, func)
+
+    def make():
+        tiles_m, tiles_n = _tiles(kernel, M, N)
+        sms = _sm_count()
+        grid, dp = stream_k_plan(tiles_m * tiles_n, cdiv(K, kernel.tiling.value("BK")), sms)
+        nbytes, partials = stream_k_workspace_bytes(kernel, sms)
+        ws = _scratch("stream-K workspace", nbytes, zero=True)
+        epoch = ctypes.c_uint32(0)
+
+        def new_epoch():
+            epoch.value = _next_epoch()
+        return [new_epoch] + _fp16_steps(kernel, cubin, M, N, K, a, b, c, stream, (grid,), c_map=True,
+                                         extra=[*_ints(dp), _ptr(ws), _ptr(ws + partials), epoch])
+    _run(kernel, cubin, M, N, K, a, b, c, stream, make)
+
+
 def tma_clusters(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
     """h5: 2 x min(clusters that fit at once, tile pairs) blocks; the kernel's __cluster_dims__(2, 1, 1)
     pairs consecutive blocks, and each pair walks pairs of vertically adjacent tiles."""
@@ -257,7 +352,7 @@ def tma_launch(kernel, M, N, K, a, b, c, stream, grid):
     _run(kernel, cubin, M, N, K, a, b, c, stream, lambda: _fp16_steps(kernel, cubin, M, N, K, a, b, c, stream, grid))
 
 
-# --- TF32: h4_tf32 -----------------------------------------------------------------------------
+# --- TF32: h4_tf32, h6_tf32 ----------------------------------------------------------------------
 TRANSPOSE_ENTRY = "transpose_h4_tf32"
 
 
@@ -281,4 +376,61 @@ def tf32_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
                                 [*_ints(K, N), _ptr(b), _ptr(bt), *_ints(pbt)], 0, s),
                 prepared_launch(f, (min(tiles_m * tiles_n, _sm_count()),), (kernel.threads,),
                                 [*_ints(M, N, K), tmA, tmBt, _ptr(c)], kernel.shared_bytes, s)]
+    _run(kernel, cubin, M, N, K, a, b, c, stream, make)
+
+
+# --- 3xTF32: h4_3xtf32 -------------------------------------------------------------------------
+def split_grid(M, N, K):
+    """Blocks of the split pass: one per 32 x 32 tile of A (M x K), then one per tile of B (K x N)."""
+    return cdiv(K, 32) * cdiv(M, 32) + cdiv(K, 32) * cdiv(N, 32)
+
+
+def split_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
+    """h4_3xtf32: the cubin's split kernel (Kernel.helpers["split"]) writes A_big, A_small (M x K) and
+    Bt_big, Bt_small (B^T, N x K), all at a pitch of K rounded up to 4 floats, into two scratch buffers
+    (each part's rows after the other's); then the GEMM on h4's persistent grid reads the four parts by
+    TMA. Both launches are in what a call (and a timing) covers, as h4_tf32's transpose: a library
+    call gets A and B as they are. The padded pitch serves any K (TMA's pitch is a multiple of 16
+    bytes; the maps keep K columns, so TMA fills zeros past the edge, never reads the padding)."""
+    cubin = cubin_for(kernel, func)
+
+    def make():
+        f = function(kernel, kernel.entries[kernel.variants[0]], kernel.shared_bytes, cubin)
+        split = function(kernel, kernel.helpers["split"], 0, cubin)
+        bm, bn = kernel.tile
+        pk = tm.padded_pitch(K, np.float32)
+        a_parts = _scratch("A split", 2 * M * pk * 4)
+        bt_parts = _scratch("B split, transposed", 2 * N * pk * 4)
+        s = _stream(stream)
+        maps = [_map(a_parts, "float32", M, K, bm, SWIZZLE_FLOATS, pk),                  # A_big
+                _map(a_parts + M * pk * 4, "float32", M, K, bm, SWIZZLE_FLOATS, pk),     # A_small
+                _map(bt_parts, "float32", N, K, bn, SWIZZLE_FLOATS, pk),                 # Bt_big
+                _map(bt_parts + N * pk * 4, "float32", N, K, bn, SWIZZLE_FLOATS, pk)]    # Bt_small
+        tiles_m, tiles_n = _tiles(kernel, M, N)
+        return [prepared_launch(split, (split_grid(M, N, K),), (32, 8),
+                                [*_ints(M, N, K), _ptr(a), _ptr(b), _ptr(a_parts), _ptr(bt_parts), *_ints(pk)], 0, s),
+                prepared_launch(f, (min(tiles_m * tiles_n, _sm_count()),), (kernel.threads,),
+                                [*_ints(M, N, K), *maps, _ptr(c)], kernel.shared_bytes, s)]
+    _run(kernel, cubin, M, N, K, a, b, c, stream, make)
+
+
+def tf32_registers_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
+    """h6_tf32: no transpose. A (M x K) and B (K x N) as TMA maps as they are stored (B in boxes of
+    32 columns x BK rows; a padded copy when N % 4), C as a map (_c_map), h4's persistent grid."""
+    cubin = cubin_for(kernel, func)
+
+    def make():
+        f = function(kernel, kernel.entries[kernel.variants[0]], kernel.shared_bytes, cubin)
+        bm, _ = kernel.tile
+        pb, bb, steps = tm.padded_pitch(N, np.float32), int(b), []
+        if pb != N:
+            bb = _scratch("B padded", K * pb * 4)
+            steps.append(_copy_step(bb, pb * 4, int(b), N * 4, N * 4, K, stream))
+        tmA = _map(int(a), "float32", M, K, bm, SWIZZLE_FLOATS, K)
+        tmB = _map(bb, "float32", K, N, kernel.tiling.value("BK"), SWIZZLE_FLOATS, pb)
+        tmC, after = _c_map(kernel, M, N, c, stream)
+        tiles_m, tiles_n = _tiles(kernel, M, N)
+        steps.append(prepared_launch(f, (min(tiles_m * tiles_n, _sm_count()),), (kernel.threads,),
+                                     [*_ints(M, N, K), tmA, tmB, tmC], kernel.shared_bytes, _stream(stream)))
+        return steps + after
     _run(kernel, cubin, M, N, K, a, b, c, stream, make)

@@ -11,7 +11,7 @@ from dataclasses import replace
 from common.kernels import Kernel
 from common.lab import load
 
-from .launch import SplitK, wgmma_clusters, with_splits
+from .launch import SplitK, TmaSplitK, wgmma_clusters, with_splits
 
 TITLE = "Lab 7d, Decode shapes: GEMV, split-K, a shape sweep and a dispatcher"
 SHORT = "lab07d"
@@ -109,6 +109,28 @@ WGMMA_DECODE = Kernel("wgmma_decode", "wgmma_decode.cu", {"": "hgemm_wgmma_decod
                             "the partial tiles added through distributed shared memory",
                       claim="64 x 4096^2 needs 128 SMs, not 64: the blocks of a cluster share a tile and "
                             "each reads 1 / KSPLIT of K, with no workspace and no second kernel")
+# FP16 split-K on Hopper: one block per SM (floor(SMs / tiles) splits), trimmed to whole BK = 64
+# slices with no empty split (the file's header: 128 splits of 8 slices at 128 x 128 x 65536, not 132
+# with 4 empty). WGMMA_BK is the file's BK (a test checks).
+WGMMA_BK = 64
+
+
+def _wgmma_one_wave(M, N, K, sms, tiles):
+    """_one_wave's splits (floor(SMs / tiles), none shorter than MIN_K_PER_SPLIT, at least 1), then as
+    few as cut K's slices as finely: ceil(slices / ceil(slices / s))."""
+    s = _one_wave(M, N, K, sms, tiles)
+    slices = max(1, -(-K // WGMMA_BK))
+    return -(-slices // -(-slices // s))
+
+
+WGMMA_SPLITK = Kernel("wgmma_splitk", "wgmma_splitk.cu", {"": "hgemm_wgmma_splitk"}, "fp16_tensor",
+                      archs=("sm_90a",), rules=(LAB7C.option("K_MULTIPLE_OF_8"),), args=SPLITK_ARGS,
+                      launch_hook=TmaSplitK("wgmma_splitk_reduce", rule=_wgmma_one_wave,
+                                            fused=(("", "hgemm_wgmma_splitk_fused"),)),
+                      title="split-K on Hopper: lab 7c's TMA + wgmma pipeline, one range of K per block, "
+                            "the same ordered reduce, in one launch",
+                      claim="few output tiles and a long K: 128 blocks stream A and B through 4 x 32 KB "
+                            "TMA stages into wgmma; the partials are added in split order, bitwise repeatable")
 LADDERS = {
     "fp32": [GEMV_FP32, SPLITK_FP32, SPLITK_V8, LAB7.kernel("v8")],
     "fp16": [GEMV_FP16, GEMV_FP16_TC, SPLITK_FP16, SKINNY_FP16, LAB7.kernel("t4")],
@@ -139,8 +161,12 @@ SERVES = {
     "skinny_fp16": (lambda M, N, K: M <= 64, "M <= 64"),
 }
 
-# Rows timed on one set's shapes only: split-K without the split, the comparison the SM count predicts.
-SWEEP_EXTRA = {"split-k": {"fp32": [with_splits(SPLITK_FP32, 1)], "fp16": [with_splits(SPLITK_FP16, 1)]}}
+# Rows timed on one set's shapes only: split-K without the split, the comparison the SM count predicts;
+# on Hopper (sm_90a rows: skipped elsewhere) the split on wgmma, and lab 7c's h4 and h6 at small K,
+# where the small-k-wgmma rule picks h6 for its overlapped stores (lab 7c's h4 is the rule's old row).
+SWEEP_EXTRA = {"split-k": {"fp32": [with_splits(SPLITK_FP32, 1)],
+                           "fp16": [with_splits(SPLITK_FP16, 1), WGMMA_SPLITK]},
+               "small-k": {"fp16": [LAB7C.kernel("h4"), LAB7C.kernel("h6")]}}
 
 # ---------------------------------------------------------------------------------------------
 # The dispatcher (dispatch.py): gemm(A, B) -> (C, the rule that fired). First match wins.
@@ -206,9 +232,20 @@ WGMMA_DECODE_WIDE = _retiled(WGMMA_DECODE, KSPLIT=1)
 # results/lab07d-h4-shapes_*.json.
 H4_TILES = LAB7C.kernel("h4")
 H4_NARROW = LAB7C.kernel("h4").with_params(BN=64, STAGES=8)
+# FP16 at small K on Hopper: lab 7c's h6 (h4 with its epilogue through shared memory and TMA stores,
+# which overlap one tile's stores with the next tile's loads and multiplies). Per output element the
+# multiplies cost 2 K FLOP and the store 4 bytes of FP32 C: the store takes longer than the multiplies
+# while 4 / BW > 2 K / P, K < 2 P / BW = 2 x 990 TFLOP/s / 4.2 TB/s ~ 470 on the H200 (P the dense FP16
+# peak, BW the copy bandwidth; at h4's reached 690 TFLOP/s, K < 330). At 4096 x 4096 x 64 C is 64 MB of
+# 65 MB moved, and h4, whose consumers store from registers while the tensor core waits, reached 77 %
+# of cuBLAS; at K = 256, 85 %. So h6 takes K <= SMALL_K; SMALL_K = 512 is that estimate rounded up to
+# whole 64-deep slices, TO BE CONFIRMED on the H200 (NOTES, "Hopper dispatch for small and long K").
+H6_TILES = LAB7C.kernel("h6")
+SMALL_K = 512
 # Rows whose launch needs a module `make test` does not install: h4's TMA maps come from NVIDIA's
 # cuda-python (lab 7c's README). Where it is missing, the dispatcher on a GPU takes the next rule.
-RUNTIME_NEEDS = {"h4": "cuda.bindings", "wgmma_decode": "cuda.bindings"}
+RUNTIME_NEEDS = {"h4": "cuda.bindings", "h6": "cuda.bindings", "wgmma_decode": "cuda.bindings",
+                 "wgmma_splitk": "cuda.bindings"}
 
 
 def _chunks(s):
@@ -266,8 +303,13 @@ DISPATCH = [
     ("narrow", "N <= 64 and K long: split-K with a 64-column tile (FP32 on v8's, 8 splits; FP16 4)",
      lambda s: s.N <= 64 and _long_enough(SPLITK_FP32_NARROW)(s),
      {"fp32": SPLITK_FP32_NARROW, "fp16_tensor": SPLITK_FP16_NARROW}),
+    ("split-k-wgmma", "at most half as many 128 x 128 tiles as SMs, K >= 2 MIN_K_PER_SPLIT, FP16 on Hopper, N and "
+     "K multiples of 8: split-K on TMA + wgmma, splits = floor(SMs / tiles) in whole 64-deep slices, one launch",
+     lambda s: 2 * s.tiles <= s.sms and s.K >= 2 * MIN_K_PER_SPLIT and _chunks(s), {"fp16_tensor": WGMMA_SPLITK}),
     ("split-k", "M x N fills fewer tiles than SMs and K is long: splits = ceil(SMs / tiles)", lambda s: s.splits >= 2,
      {"fp32": "splitk_fp32", "fp16_tensor": "splitk_fp16"}),
+    ("small-k-wgmma", f"K <= {SMALL_K}, FP16 on Hopper, N and K multiples of 8: lab 7c's h6, C's stores by TMA "
+     "overlapped with the next tile's loads", lambda s: s.K <= SMALL_K and _chunks(s), {"fp16_tensor": H6_TILES}),
     ("tiles-wgmma", "enough output tiles to fill the GPU, FP16 on Hopper, N and K multiples of 8: lab 7c's h4",
      lambda s: _chunks(s), {"fp16_tensor": H4_TILES}),
     ("tiles", "enough output tiles to fill the GPU: lab 7's best kernel", lambda s: True,

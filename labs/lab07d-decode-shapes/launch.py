@@ -30,6 +30,10 @@ always is). Its workspace is splits x M x N floats then 2 counters, zeroed once;
 the same as from the two launches. A larger grid takes the two launches. (Under MPS with an SM limit
 the device's SM count overstates what a process gets: set LAB07D_NO_FUSED=1 there.)
 
+TmaSplitK (a SplitK) is the same protocol for wgmma_splitk, whose A and B are TMA maps (lab 7c's code
+builds them, as for wgmma_decode): main kernel and reduce, or the fused entry where the grid fits in
+one wave, launched with the driver (cuLaunchKernel) on the caller's stream; same workspaces.
+
 With reduce=None (skinny_fp16.cu's header says why) there is one launch, grid (ceil(N / BN), ceil(M / BM),
 splits): each split writes its partial BM x BN tile to partial[tile][z] and draws a ticket from its tile's
 counter; the last adds the partials in z order, writes C and zeroes the counter. Its workspace is
@@ -212,3 +216,64 @@ def wgmma_clusters(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
     bm, bn = kernel.tile
     grid = (-(-N // bn) * kernel.tiling.value("KSPLIT"), -(-M // bm))
     _lab7c_launch().tma_launch(kernel, M, N, K, a, b, c, stream, grid)
+
+
+# --- wgmma_splitk: the split-K protocol on a kernel that takes A and B as TMA maps -----------------
+@dataclass(frozen=True)
+class TmaSplitK(SplitK):
+    """launch_hook of wgmma_splitk: SplitK's splits (fixed, or `rule`), workspace and ordered reduce, or
+    its one-launch `fused` entry where the grid is at most one block per SM (uses_fused); A and B as
+    lab 7c's tensor maps (A in boxes of 64 x BM, B of BK x 64, 128-byte swizzle; B copied to a padded
+    pitch first when N % 8, inside the call). Everything but the workspace pointer is worked out once per
+    (row, cubin, shape, pointers, stream), in lab 7c's cache of prepared launches; the workspace is looked
+    up at every call (a newer shape may have evicted it, as in _Plan.run)."""
+
+    def __call__(self, k, func, M, N, K, a, b, c, alpha, beta, stream):
+        l7c = _lab7c_launch()
+        cubin = l7c.cubin_for(k, func)
+        l7c._run(k, cubin, M, N, K, a, b, c, stream, lambda: _tma_splitk_steps(k, cubin, M, N, K, a, b, c, stream))
+
+
+def tma_splitk_grid(k, M, N, splits):
+    bm, bn = k.tile
+    return (-(-N // bn), -(-M // bm), splits)
+
+
+def _tma_splitk_steps(k, cubin, M, N, K, a, b, c, stream):
+    """[copy B to a padded pitch if N % 8,] the main kernel (or the fused one), [the reduce]: lab 7c's
+    maps, functions and cuLaunchKernel. The workspace argument is a ctypes pointer that the first step
+    points at the workspace again at every call (prepared_launch packs its address, not its value)."""
+    import ctypes
+    from common import tensor_maps as tm
+    l7c = _lab7c_launch()
+    splits = splits_of(k, M, N, K)
+    grid = tma_splitk_grid(k, M, N, splits)
+    bm, _ = k.tile
+    bk = k.tiling.value("BK")
+    hook = k.launch_hook
+    entry = k.entries[k.variants[0]]
+    fused = dict(hook.fused).get(k.variants[0]) if uses_fused(k, grid, _gpu_sms()) else None
+    steps, b = [], int(b)
+    pb = tm.padded_pitch(N, np.float16)
+    if pb != N:                                   # TMA needs a 16-byte row pitch: B through a padded copy
+        dst = l7c._scratch("B padded", K * pb * 2)
+        steps.append(l7c._copy_step(dst, pb * 2, b, N * 2, N * 2, K, stream))
+        b = dst
+    tmA = l7c._map(int(a), "float16", M, K, bm, l7c.SWIZZLE_HALVES, K)
+    tmB = l7c._map(b, "float16", K, N, bk, l7c.SWIZZLE_HALVES, pb)
+    ws_key = ("fused", M, N, splits) if fused else (M, N, splits)
+    ws = ctypes.c_void_p(0)
+
+    def refresh():
+        ws.value = int(_workspace(ws_key))        # kept, or again if KEEP_WORKSPACES newer ones came
+    steps.append(refresh)
+    f = l7c.function(k, fused or entry, k.shared_bytes, cubin)
+    s = l7c._stream(stream)
+    steps.append(l7c.prepared_launch(f, grid, (k.threads,), [*l7c._ints(M, N, K), tmA, tmB, l7c._ptr(c),
+                                                             *l7c._ints(splits), ws], k.shared_bytes, s))
+    if not fused:
+        rt = k.tiling.value("REDUCE_THREADS")
+        r = l7c.function(k, hook.reduce, 0, cubin)
+        steps.append(l7c.prepared_launch(r, (-(-M * N // rt),), (rt,), [*l7c._ints(M, N, splits), ws, l7c._ptr(c)],
+                                         0, s))
+    return steps

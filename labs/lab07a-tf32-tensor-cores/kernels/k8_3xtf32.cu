@@ -1,11 +1,17 @@
-// k8_3xtf32.cu -- lab 7a, k8: FP32 accuracy from the TF32 tensor cores (3xTF32), partial sums promoted
+// k8_3xtf32.cu -- lab 7a, k8: FP32 accuracy from the TF32 tensor cores (3xTF32), operands split up front
 //
 // C = alpha * A * B + beta * C, row-major FP32 in and out, errors at FP32's level (not TF32's).
-// Entry points (one template):
-//   tf32gemm_k8_vec     K % 4 == 0 and N % 4 == 0 (rows of A, B, C 16-byte aligned)
-//   tf32gemm_k8_scalar  any M, N, K >= 1
-// Launch: as k7: 1-D block of THREADS = (BM/WM)*(BN/WN)*32, grid (ceil(N/BN), ceil(M/BM)) remapped in
-//         GROUP-row bands, dynamic shared memory SMEM_BYTES.
+// Entry points (two kernels, launched one after the other by lab 7a's launch.py, the row's launch hook):
+//   tf32gemm_k8_split   the split pass: A and B -> their TF32 big and small parts, in tiles (item 1)
+//   tf32gemm_k8_vec     the GEMM on the split tiles; C by float2 (the lab picks it for K, N multiples of 4;
+//                       it needs only N even)
+//   tf32gemm_k8_scalar  the GEMM on the split tiles, any M, N, K >= 1 (C element by element)
+// Launch. 1. split: SPLIT_THREADS threads, grid ((Mp + Np) / SPLIT_TILE, ceil(Kp / SPLIT_TILE)), where
+//         Mp, Np, Kp are M, N, K rounded up to BM, BN, BK; it writes 2 Mp Kp floats of A's tiles and
+//         2 Np Kp floats of B's tiles into two device buffers that the hook keeps between calls.
+//         2. GEMM: as k7: 1-D block of THREADS = (BM/WM)*(BN/WN)*32, grid (ceil(N/BN), ceil(M/BM))
+//         remapped in GROUP-row bands, dynamic shared memory SMEM_BYTES; its A and B are those buffers.
+//         A call's time (bench, grade) covers both: a library call gets A and B as they are, too.
 //
 // The idea. A TF32 operand keeps 11 of FP32's 24 significant bits, so one TF32 product is off by up to
 // 2^-10 relative. Split each operand into two TF32 numbers, x = big + small: big = tf32(x), and
@@ -16,49 +22,70 @@
 // common/precision.py (fp32_3xtf32) derives the bound the checks use.
 //
 // What k8 changes in k7:
-// 1. The split at the fragment load: every A and B element loaded from shared memory becomes a big
-//    and a small register (split_tf32 below: a clamp, an integer rounding, an FADD). Shared memory
-//    still holds plain FP32; the split costs a few ALU instructions per element and no extra loads.
-// 2. Three mma.sync per (m16, n8) fragment pair and k8 step: small.big and big.small first, then
+// 1. The split is a pass of its own, before the GEMM. Split where the fragments are loaded (k8's first
+//    form), each element costs 5 ALU instructions (2 FMNMX, IADD3, LOP3, FADD) every time a warp
+//    loads it, and 2 or 4 warps load each one: 5.7 instructions per HMMA in the main loop against k7's
+//    3.9. Here tf32gemm_k8_split splits every element of A and B once, into global memory, and the
+//    GEMM loads big and small parts as plain data: its main loop holds no split instruction at all.
+//    The pass reads A and B once and writes twice their size: some 4 % of the GEMM's time at 4096^3,
+//    2 % at 8192^3 (an estimate from the bytes it moves).
+// 2. The split tiles are laid out for the GEMM's copies. For block row r of A and k-tile kt, one
+//    contiguous block of 2 BM BK floats: the BM x BK big parts, then the BM x BK small parts, each row
+//    k-contiguous. B the same per block column, but transposed (BN rows of n, each k-contiguous), so
+//    that B's fragments come by ldmatrix as A's do: the mma's b0 = B[t][g] is element (g, t) of an
+//    8 x 4 block of the transposed tile, which is what ldmatrix gives lane (g, t); one LDSM.x4 loads
+//    two n8 fragments (k7 needs 4 LDS for them). The pass pads M, N and K with zeros to whole tiles:
+//    the GEMM copies whole blocks with no guard, a thread's 16-byte chunks at constant offsets from one
+//    pointer, and a padded k adds 0 x 0 products, as the zero-filled copies of k7 do. The copies are
+//    predicated (no branch around them), so that a tile's k8 steps are one basic block and ptxas can
+//    load the second step's fragments while the first step's mma run.
+// 3. Three mma.sync per (m16, n8) fragment pair and k8 step: small.big and big.small first, then
 //    big.big, each pass over the MI accumulators of one B fragment, so that MI consecutive mma are
 //    independent. The small products go in before the big one of their step, while the sum they join
 //    is smaller by one product: fewer of their bits are shifted out when they are added.
-// 3. Promotion. The tensor core adds into its FP32 accumulator by aligning and truncating (not
+// 4. Promotion. The tensor core adds into its FP32 accumulator by aligning and truncating (not
 //    rounding): over a long K the error grows with K, toward zero. So an mma chain runs over KCHUNK of
 //    K only, starting from zero; then it is added to a running sum in FP32 registers with FADD (round
 //    to nearest) and restarted. The error of a chain stays that of KCHUNK, the FADDs err like FFMA.
-// 4. Smaller warp tiles: the running sums double the accumulator registers, so a warp computes
+// 5. Smaller warp tiles: the running sums double the accumulator registers, so a warp computes
 //    64 x 32 (64 chain + 64 running floats per lane) where k7's 64 x 64 would need 256: the block is
-//    128 x 128, 8 warps, at most 255 registers each.
-// Everything else is k7: ldmatrix A fragments, swizzled tiles, cp.async pipeline with the XOR stage
-// toggle, full unrolling of the k8 loop, GROUP rasterization, float2 stores.
-// Every FP32 input is split, the largest too; Inf and NaN propagate as in FP32 (split_tf32 says how).
+//    128 x 128, 8 warps, at most 255 registers each. A stage holds four tiles (A and B, big and small):
+//    32 KB at BK = 16, and 3 stages (96 KB, under the 99 KB that sm_86/89/120 allow a block) keep two
+//    tiles in flight while one is multiplied. 3 is not a power of two: the stage index wraps by a compare.
+// The arithmetic is k8's first form's, to the bit: the same split (split_tf32), the same mma order, the
+// same chains of KCHUNK; the tolerance and `make accuracy` apply unchanged. Everything else is k7:
+// ldmatrix, swizzled tiles (one swizzle for all four), the cp.async pipeline, the k8 loop unrolled,
+// GROUP rasterization, float2 stores. Every FP32 input is split, the largest too; Inf and NaN propagate
+// as in FP32 (split_tf32 says how).
 //
-// SASS to look for: 3 x (BK/8) x MI x NJ HMMA.1688.F32.TF32 per tile (48 per k8 step), three times
-// k7's per step of a warp tile this size; per split element two FMNMX (the clamp), an IADD3 and a LOP3
-// (the rounding) and an FADD (x - big), on every architecture; the promotion's MI x NJ x 4 = 64 FADDs
-// once per KCHUNK, behind a branch; STG.E.64 in the epilogue; no local memory.
+// SASS to look for. The GEMM's main loop: 3 x (BK/8) x MI x NJ = 96 HMMA.1688.F32.TF32 per tile (48 per
+// k8 step), (BK/8) x (2 MI + NJ) = 24 LDSM and no LDS, A_CHUNKS + B_CHUNKS = 8 predicated
+// LDGSTS.E.BYPASS.128 at immediate offsets, one BAR.SYNC, no FMNMX; the promotion's MI x NJ x 4 = 64
+// FADDs (and the chain's zeroing, CS2R) behind a branch taken once per KCHUNK. About 2.8 instructions
+// per HMMA in the loop, 1.8 in a tile without promotion (sm_80..90; sm_120 adds a NOP between HMMAs).
+// STG.E.64 in the vec epilogue; no local memory. The split pass: per element its 2 FMNMX, the integer
+// rounding and one FADD, once; LDS/STS of B's transpose, one BAR.SYNC.
 
 // BEGIN PARAMETERS
 #ifndef BM
 #define BM 128      // block tile rows: 2 warp tiles of 64
 #endif
 #ifndef BN
-#define BN 128      // block tile columns: 4 warp tiles of 32; a multiple of 32 for the B swizzle
+#define BN 128      // block tile columns: 4 warp tiles of 32
 #endif
-// BK: k7 has 32 (4 unrolled k8 steps); with the split fragments 4 steps in flight need more than 255
-// registers and spill on sm_80..90, so 2 steps per tile and twice the stages
+// BK: 16 = 2 unrolled k8 steps per tile. A stage holds 2 (BM + BN) BK floats (big and small parts):
+// BK = 32 would need 64 KB a stage, two stages 128 KB (sm_80 and sm_90 only)
 #ifndef BK
 #define BK 16       // K depth of one tile: 2 unrolled k8 steps
 #endif
 #ifndef WM
-#define WM 64       // warp tile rows: 4 m16 fragments (one LDSM.x4 each per k8 step)
+#define WM 64       // warp tile rows: 4 m16 fragments (two LDSM.x4 each per k8 step: big, small)
 #endif
 #ifndef WN
-#define WN 32       // warp tile columns: 4 n8 fragments; 64 chain + 64 running accumulators per lane
+#define WN 32       // warp tile columns: 4 n8 fragments (two per LDSM.x4); 64 chain + 64 running accumulators
 #endif
 #ifndef STAGES
-#define STAGES 4    // shared buffers, a power of two (mask toggle): 4 x 16 KB, as deep in K as k7's 2 x 32
+#define STAGES 3    // shared buffers of 32 KB: 96 KB, two tiles in flight while one is multiplied
 #endif
 #ifndef GROUP
 #define GROUP 8     // raster band: 8 block rows are walked column by column, sharing B tiles in L2
@@ -75,7 +102,10 @@
 #endif
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)
-#define SMEM_BYTES (STAGES * (BM * BK + BK * BN) * sizeof(float))
+#define SMEM_BYTES (STAGES * 2 * (BM + BN) * BK * sizeof(float))
+// the split pass: one SPLIT_TILE x SPLIT_TILE tile of A or B per block, SPLIT_TILE / 8 elements a thread
+#define SPLIT_TILE 32
+#define SPLIT_THREADS (SPLIT_TILE * 8)
 // END PARAMETERS
 
 #define TF32_ROUND 1    // tf32_common.cuh asks; k8 rounds its operands itself (split_tf32), not through it
@@ -89,34 +119,34 @@ constexpr int safe_div(int a, int b) { return b > 0 ? a / b : 0; }
 constexpr int WARPS_N = safe_div(BN, WN);
 constexpr int MI = WM / 16;                     // m16 fragments per warp tile
 constexpr int NJ = WN / 8;                      // n8 fragments per warp tile
-constexpr int A_STAGE = BM * BK;                // floats per A buffer
-constexpr int B_STAGE = BK * BN;                // floats per B buffer
-constexpr int A_GROUPS = BK / 4;                // float4 groups in an A row
-constexpr int B_GROUPS = BN / 4;                // float4 groups in a B row
-constexpr int A_SWZ_DIV = A_GROUPS >= 8 ? 1 : safe_div(8, A_GROUPS);   // rows sharing a 128-byte line
-constexpr int A_SWZ_MASK = (A_GROUPS >= 8 ? 8 : A_GROUPS) - 1;         // groups permuted within it
-constexpr int A_ROW_STEP = safe_div(THREADS, A_GROUPS);  // rows between one thread's A chunks
-constexpr int B_ROW_STEP = safe_div(THREADS, B_GROUPS);  // k-rows between one thread's B chunks
-constexpr int CHUNK_TILES = safe_div(KCHUNK, BK);        // K-tiles per mma chain
+constexpr int A_TILE = BM * BK;                 // floats of one part (big or small) of an A tile
+constexpr int B_TILE = BN * BK;                 // ... of a B tile (BN rows of n, k-contiguous)
+constexpr int A_BLOCK = 2 * A_TILE;             // big, then small: one k-tile of a block row, in
+constexpr int B_BLOCK = 2 * B_TILE;             // global memory and in a stage alike
+constexpr int STAGE = A_BLOCK + B_BLOCK;        // floats per shared buffer
+constexpr int GROUPS = BK / 4;                  // float4 groups in a tile row
+constexpr int SWZ_DIV = GROUPS >= 8 ? 1 : safe_div(8, GROUPS);   // rows sharing a 128-byte line
+constexpr int SWZ_MASK = (GROUPS >= 8 ? 8 : GROUPS) - 1;         // groups permuted within it
+constexpr int ROW_STEP = safe_div(THREADS, GROUPS);              // rows between one thread's chunks
+constexpr int A_CHUNKS = safe_div(A_BLOCK / 4, THREADS);         // 16-byte copies per thread and tile
+constexpr int B_CHUNKS = safe_div(B_BLOCK / 4, THREADS);
+constexpr int CHUNK_TILES = safe_div(KCHUNK, BK);                // K-tiles per mma chain
 
 static_assert(BM > 0 && BN > 0 && BK > 0 && WM > 0 && WN > 0 && STAGES > 0 && GROUP > 0,
               "k8: every tile parameter must be positive");
 static_assert(BM % WM == 0 && BN % WN == 0, "k8: the block tile must split into whole warp tiles");
 static_assert(WM % 16 == 0, "k8: WM must be a multiple of 16, the M of one mma");
-static_assert(WN % 8 == 0, "k8: WN must be a multiple of 8, the N of one mma");
+static_assert(WN % 16 == 0, "k8: WN must be a multiple of 16: one LDSM.x4 loads two n8 B fragments");
 static_assert(THREADS >= 32 && THREADS <= 1024, "k8: (BM/WM)*(BN/WN) warps must be 1..32");
 static_assert(BK % 8 == 0, "k8: BK must be a multiple of 8, the K of one mma");
-static_assert((A_GROUPS & (A_GROUPS - 1)) == 0, "k8: BK must be 8, 16, 32, 64, ...: a power of two (the A swizzle XORs group indices)");
-static_assert(BN % 32 == 0, "k8: BN must be a multiple of 32: the B swizzle permutes 8 groups of 4 columns");
-static_assert(WN % 32 == 0 || BN == WN, "k8: WN must be a multiple of 32 (warp columns aligned to the B swizzle)");
-static_assert(STAGES >= 2 && STAGES <= 8 && (STAGES & (STAGES - 1)) == 0,
-              "k8: STAGES must be 2, 4 or 8: the stage index advances by a mask toggle");
-static_assert((BM * BK / 4) % THREADS == 0, "k8: the A tile's float4 groups must split evenly over THREADS");
-static_assert((BK * BN / 4) % THREADS == 0, "k8: the B tile's float4 groups must split evenly over THREADS");
-static_assert(THREADS % A_GROUPS == 0 && A_ROW_STEP % 8 == 0,
-              "k8: a thread's A chunks must be a multiple of 8 rows apart (same swizzle: one hoisted offset)");
-static_assert(THREADS % B_GROUPS == 0 && B_ROW_STEP % 4 == 0,
-              "k8: a thread's B chunks must be a multiple of 4 k-rows apart (same swizzle: one hoisted offset)");
+static_assert((GROUPS & (GROUPS - 1)) == 0, "k8: BK must be 8, 16, 32, 64, ...: a power of two (the swizzle XORs group indices)");
+static_assert(BM % SPLIT_TILE == 0 && BN % SPLIT_TILE == 0,
+              "k8: BM and BN must be multiples of SPLIT_TILE (32): a block of the split pass is all A or all B");
+static_assert(STAGES >= 2 && STAGES <= 8, "k8: STAGES must be 2..8 (one buffer is read while the others fill)");
+static_assert(A_BLOCK / 4 % THREADS == 0 && B_BLOCK / 4 % THREADS == 0,
+              "k8: the float4 groups of a tile's big and small parts must split evenly over THREADS");
+static_assert(THREADS % GROUPS == 0 && ROW_STEP % 8 == 0,
+              "k8: a thread's chunks must be a multiple of 8 rows apart (same swizzle: constant offsets)");
 static_assert(KCHUNK >= BK && KCHUNK % BK == 0, "k8: KCHUNK must be a multiple of BK: chains end at a tile's end");
 static_assert(MI * NJ * 4 <= 80, "k8: more than 80 accumulators per lane (twice: chain and running sum) "
               "cannot stay in 255 registers");
@@ -145,20 +175,78 @@ __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& sma
     small = __float_as_uint(x - __uint_as_float(b));
 }
 
-__device__ __forceinline__ int a_off(int m, int k)
+// 16 bytes global -> shared as cp_async_16, issued only where ok (a predicated LDGSTS, no branch)
+__device__ __forceinline__ void cp_async_16_if(uint32_t dst, const void* src, bool ok)
 {
-    return m * BK + ((((k >> 2) ^ ((m / A_SWZ_DIV) & A_SWZ_MASK))) << 2) + (k & 3);
-}
-__device__ __forceinline__ int b_off(int k, int n)
-{
-    return k * BN + (n ^ ((k & 3) << 3));
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n @p cp.async.cg.shared.global [%0], [%1], 16;\n}\n"
+                 :: "r"(dst), "l"(src), "r"(static_cast<int>(ok)) : "memory");
 }
 
+__device__ __forceinline__ int round_up(int x, int to) { return (x + to - 1) / to * to; }
+
+// Element (r, k) of a tile part (r < BM or BN, k < BK), swizzled as k7's A: float4 group k / 4 of row r
+// moves to group (k / 4) ^ ((r / SWZ_DIV) & SWZ_MASK), so that the 8 rows an ldmatrix matrix reads lie
+// in 8 different 16-byte bank groups. Both parts of A and B use it (B's rows are its n).
+__device__ __forceinline__ int tile_off(int r, int k)
+{
+    return r * BK + ((((k >> 2) ^ ((r / SWZ_DIV) & SWZ_MASK))) << 2) + (k & 3);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The split pass. Row r, column k of an operand (A: row m; B: row n, column k, i.e. B transposed) goes to
+// block (r / ROWS) * ktiles + k / BK of 2 ROWS BK floats: big at (r % ROWS) BK + k % BK, small ROWS BK
+// floats further (ROWS = BM for A, BN for B). Global memory is not swizzled: the GEMM's copies do that.
+template <int ROWS>
+__device__ __forceinline__ void store_split(float* __restrict__ out, int r, int k, int ktiles, float x)
+{
+    uint32_t big, small;
+    split_tf32(x, big, small);
+    float* p = out + (static_cast<size_t>(r / ROWS) * ktiles + k / BK) * (2 * ROWS * BK) + (r % ROWS) * BK + k % BK;
+    p[0] = __uint_as_float(big);
+    p[ROWS * BK] = __uint_as_float(small);
+}
+
+__device__ __forceinline__ void split_pass(int M, int N, int K, const float* __restrict__ A,
+                                           const float* __restrict__ B, float* __restrict__ As,
+                                           float* __restrict__ Bs)
+{
+    __shared__ float t[SPLIT_TILE][SPLIT_TILE + 1];   // B's transpose (+1: conflict-free columns)
+    const int Mp = round_up(M, BM), Kp = round_up(K, BK), ktiles = Kp / BK;
+    const int tx = threadIdx.x % SPLIT_TILE, ty = threadIdx.x / SPLIT_TILE;
+    const int r0 = blockIdx.x * SPLIT_TILE, k0 = blockIdx.y * SPLIT_TILE;
+    constexpr int PER_THREAD = SPLIT_TILE * SPLIT_TILE / SPLIT_THREADS;
+    if (r0 < Mp) {
+        // A: a warp reads 32 consecutive k of row m and writes them to the same row of the blocks
+#pragma unroll
+        for (int i = 0; i < PER_THREAD; ++i) {
+            const int m = r0 + ty + i * (SPLIT_THREADS / SPLIT_TILE), k = k0 + tx;
+            const float x = m < M && k < K ? A[static_cast<size_t>(m) * K + k] : 0.0f;   // zero padding
+            if (k < Kp) store_split<BM>(As, m, k, ktiles, x);
+        }
+    } else {
+        // B: read 32 consecutive n of row k, write 32 consecutive k of row n (through the shared tile)
+        const int n0 = r0 - Mp;
+#pragma unroll
+        for (int i = 0; i < PER_THREAD; ++i) {
+            const int k = k0 + ty + i * (SPLIT_THREADS / SPLIT_TILE), n = n0 + tx;
+            t[ty + i * (SPLIT_THREADS / SPLIT_TILE)][tx] = k < K && n < N ? B[static_cast<size_t>(k) * N + n] : 0.0f;
+        }
+        __syncthreads();                        // the block's branch is uniform: every thread is here
+#pragma unroll
+        for (int i = 0; i < PER_THREAD; ++i) {
+            const int n = n0 + ty + i * (SPLIT_THREADS / SPLIT_TILE), k = k0 + tx;
+            if (k < Kp) store_split<BN>(Bs, n, k, ktiles, t[tx][ty + i * (SPLIT_THREADS / SPLIT_TILE)]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The GEMM on the split tiles (As, Bs: what split_pass wrote for this M, N, K).
 extern __shared__ __align__(128) float smem[];
 
 template <bool VEC>
-__device__ __forceinline__ void body(int M, int N, int K, float alpha, const float* __restrict__ A,
-                                     const float* __restrict__ B, float beta, float* __restrict__ C)
+__device__ __forceinline__ void body(int M, int N, int K, float alpha, const float* __restrict__ As,
+                                     const float* __restrict__ Bs, float beta, float* __restrict__ C)
 {
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int g = lane / 4, t = lane % 4;
@@ -177,125 +265,97 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
     const bool inside = bm + BM <= M && bn + BN <= N;
     const int ktiles = (K + BK - 1) / BK;
 
-    const uint32_t as0 = smem_u32(smem);                          // A buffers, bytes
-    const uint32_t bs0 = as0 + STAGES * A_STAGE * sizeof(float);  // B buffers, bytes
+    // Copies (item 2): a stage is [A big | A small | B big | B small], the blocks of global memory as
+    // they are, each row swizzled. Thread tid copies floats 4 tid + 4 i THREADS of a block: always
+    // group tid % GROUPS, rows tid / GROUPS + i ROW_STEP, and ROW_STEP is a whole swizzle period, so
+    // chunk i lands 16 i THREADS bytes after chunk 0. Source and destination: a pointer + immediates.
+    const uint32_t s0 = smem_u32(smem);
+    const uint32_t a_dst = s0 + tile_off(tid / GROUPS, (tid % GROUPS) * 4) * sizeof(float);
+    const uint32_t b_dst = a_dst + A_BLOCK * sizeof(float);
+    const float* a_src = As + static_cast<size_t>(bm / BM) * ktiles * A_BLOCK + 4 * tid;
+    const float* b_src = Bs + static_cast<size_t>(bn / BN) * ktiles * B_BLOCK + 4 * tid;
 
-    // Hoisted copy addresses (k5): every A chunk of this thread has the same column and swizzle,
-    // rows A_ROW_STEP apart; every B chunk the same column, k-rows B_ROW_STEP apart.
-    const int a_m = tid / A_GROUPS, a_k = (tid % A_GROUPS) * 4;
-    const int b_k = tid / B_GROUPS, b_n = (tid % B_GROUPS) * 4;
-    const uint32_t a_dst = as0 + a_off(a_m, a_k) * sizeof(float);
-    const uint32_t b_dst = bs0 + b_off(b_k, b_n) * sizeof(float);
-    const float* a_src = A + (bm + a_m) * K + a_k;
-    const float* b_src = B + b_k * N + bn + b_n;
-
-    // Hoisted fragment addresses (k5). A: lane l reads row wm0 + l % 16, group (kk/4 + l/16) ^ swz,
-    // and (kk/4 + l/16) ^ swz == (kk/4) ^ a_x with a lane constant a_x. B: column wn0 + 8 j + g lands
-    // at wn0 + 8 (j ^ t) + g, and j ^ t takes 4 values per lane (j % 4 ^ t, plus 4 (j / 4)).
+    // Hoisted fragment addresses (k5). A: lane l reads row wm0 + l % 16, group (kk/4 + l/16) ^ swz, and
+    // (kk/4 + l/16) ^ swz == (kk/4) ^ a_x with a lane constant a_x. B (n rows, k-contiguous): matrix
+    // l / 8 of an LDSM.x4 is rows n + 8 (l / 16), k-group kk/4 + (l / 8) % 2: registers b0, b1 of the
+    // n8 fragment at n, then b0, b1 of the one at n + 8.
     const int a_row = wm0 + lane % 16;
-    const uint32_t a_lane = as0 + a_row * BK * sizeof(float);
-    const int a_x = (lane / 16) ^ ((a_row / A_SWZ_DIV) & A_SWZ_MASK);
-    const float* Bs = smem + STAGES * A_STAGE;
-    int b_lane[4];                              // float offsets into a B buffer
-#pragma unroll
-    for (int r = 0; r < 4; ++r) b_lane[r] = t * BN + wn0 + 8 * (r ^ t) + g;
+    const uint32_t a_lane = s0 + a_row * BK * sizeof(float);
+    const int a_x = (lane / 16) ^ ((a_row / SWZ_DIV) & SWZ_MASK);
+    const int b_row = wn0 + lane % 8 + 8 * (lane / 16);
+    const uint32_t b_lane = s0 + (A_BLOCK + b_row * BK) * sizeof(float);
+    const int b_x = ((lane / 8) % 2) ^ ((b_row / SWZ_DIV) & SWZ_MASK);
 
     float acc[MI][NJ][4] = {};                  // the mma chain of this KCHUNK (from zero)
     float sum[MI][NJ][4] = {};                  // the running FP32 sum the chains are promoted into
 
-    const int a_rowstep = A_ROW_STEP * K;       // floats between a thread's A chunks in global memory
-    const int b_rowstep = B_ROW_STEP * N;       // ... and B chunks
-    auto issue = [&](int s, int kt) {
-        const int k0 = kt * BK;
-        if constexpr (VEC) {
-            if (inside && k0 + BK <= K) {       // interior tile: no guards, pointer + constant stride
-                const float* ap = a_src + k0;
-                const float* bp = b_src + k0 * N;
+    // No guards: the split pass padded every block. The copies are predicated, not branched around
+    // (`ok`: there is a tile left to fetch), so that a tile's two k8 steps are one basic block and ptxas
+    // can issue the second step's LDSM among the first step's HMMA.
+    const float* a_next = a_src;                // the next block to fetch of this block row of A ...
+    const float* b_next = b_src;                // ... and of this block column of B
+    auto issue = [&](int s, bool ok) {
 #pragma unroll
-                for (int i = 0; i < BM * BK / 4 / THREADS; ++i)
-                    cp_async_16(a_dst + (s * A_STAGE + i * A_ROW_STEP * BK) * sizeof(float), ap + i * a_rowstep, true);
+        for (int i = 0; i < A_CHUNKS; ++i)
+            cp_async_16_if(a_dst + (s * STAGE + i * 4 * THREADS) * sizeof(float), a_next + i * 4 * THREADS, ok);
 #pragma unroll
-                for (int i = 0; i < BK * BN / 4 / THREADS; ++i)
-                    cp_async_16(b_dst + (s * B_STAGE + i * B_ROW_STEP * BN) * sizeof(float), bp + i * b_rowstep, true);
-            } else {
-#pragma unroll
-                for (int i = 0; i < BM * BK / 4 / THREADS; ++i) {
-                    const bool ok = bm + a_m + i * A_ROW_STEP < M && k0 + a_k < K;
-                    cp_async_16(a_dst + (s * A_STAGE + i * A_ROW_STEP * BK) * sizeof(float),
-                                ok ? a_src + i * a_rowstep + k0 : A, ok);
-                }
-#pragma unroll
-                for (int i = 0; i < BK * BN / 4 / THREADS; ++i) {
-                    const bool ok = k0 + b_k + i * B_ROW_STEP < K && bn + b_n < N;
-                    cp_async_16(b_dst + (s * B_STAGE + i * B_ROW_STEP * BN) * sizeof(float),
-                                ok ? b_src + k0 * N + i * b_rowstep : B, ok);
-                }
-            }
-        } else {
-            // any shape: element by element, guarded
-#pragma unroll 4
-            for (int i = 0; i < BM * BK / THREADS; ++i) {
-                const int e = tid + i * THREADS, m = e / BK, k = e % BK;
-                const bool ok = bm + m < M && k0 + k < K;
-                cp_async_4(as0 + (s * A_STAGE + a_off(m, k)) * sizeof(float), ok ? A + (bm + m) * K + k0 + k : A, ok);
-            }
-#pragma unroll 4
-            for (int i = 0; i < BK * BN / THREADS; ++i) {
-                const int e = tid + i * THREADS, k = e / BN, n = e % BN;
-                const bool ok = k0 + k < K && bn + n < N;
-                cp_async_4(bs0 + (s * B_STAGE + b_off(k, n)) * sizeof(float), ok ? B + (k0 + k) * N + bn + n : B, ok);
-            }
-        }
+        for (int i = 0; i < B_CHUNKS; ++i)
+            cp_async_16_if(b_dst + (s * STAGE + i * 4 * THREADS) * sizeof(float), b_next + i * 4 * THREADS, ok);
+        a_next += A_BLOCK;
+        b_next += B_BLOCK;
     };
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < ktiles) issue(s, s);
+        issue(s, s < ktiles);
         cp_async_commit();
     }
 
-    int rs = 0, ws = STAGES - 1;                // read and write stage: mask toggles
+    int rs = 0, ws = STAGES - 1;                // read and write stage, each wrapping to 0 after STAGES - 1
 #pragma unroll 1
     for (int kt = 0; kt < ktiles; ++kt) {
         cp_async_wait<STAGES - 2>();            // tile kt has landed (this thread's copies) ...
         __syncthreads();                        // ... everyone's, and buffer ws is free again
-        const bool more = kt + STAGES - 1 < ktiles;
 
-        const uint32_t a_st = a_lane + rs * A_STAGE * sizeof(float);
-        const float* b_st = Bs + rs * B_STAGE;
+        const uint32_t a_st = a_lane + rs * STAGE * sizeof(float);
+        const uint32_t b_st = b_lane + rs * STAGE * sizeof(float);
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 8) {   // fully unrolled: offsets below become immediates
             uint32_t a_big[MI][4], a_small[MI][4];
             const uint32_t a_k8 = a_st + (((kk / 4) ^ a_x) << 4);
 #pragma unroll
             for (int i = 0; i < MI; ++i) {
-                uint32_t raw[4];
-                ldmatrix_x4(raw, a_k8 + i * 16 * BK * sizeof(float));
-#pragma unroll
-                for (int r = 0; r < 4; ++r) split_tf32(__uint_as_float(raw[r]), a_big[i][r], a_small[i][r]);
+                ldmatrix_x4(a_big[i], a_k8 + i * 16 * BK * sizeof(float));
+                ldmatrix_x4(a_small[i], a_k8 + (A_TILE + i * 16 * BK) * sizeof(float));
             }
-            // B fragment by B fragment, as k7 (fewer live registers): for each, three passes over the MI
-            // accumulators, the small products first (item 2 above); the MI mma of a pass are independent
+            // two B fragments per LDSM.x4, big and small; for each fragment three passes over the MI
+            // accumulators, the small products first (item 3 above); the MI mma of a pass are independent
+            const uint32_t b_k8 = b_st + (((kk / 4) ^ b_x) << 4);
 #pragma unroll
-            for (int j = 0; j < NJ; ++j) {
-                const float* p = b_st + b_lane[j % 4] + kk * BN + 32 * (j / 4);
-                uint32_t b_big[2], b_small[2];
-                split_tf32(p[0], b_big[0], b_small[0]);
-                split_tf32(p[4 * BN], b_big[1], b_small[1]);
+            for (int jj = 0; jj < NJ / 2; ++jj) {
+                uint32_t bb[4], bs[4];
+                ldmatrix_x4(bb, b_k8 + jj * 16 * BK * sizeof(float));
+                ldmatrix_x4(bs, b_k8 + (B_TILE + jj * 16 * BK) * sizeof(float));
 #pragma unroll
-                for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a_small[i], b_big);
+                for (int h = 0; h < 2; ++h) {
+                    const int j = 2 * jj + h;
+                    const uint32_t b_big[2] = {bb[2 * h], bb[2 * h + 1]};
+                    const uint32_t b_small[2] = {bs[2 * h], bs[2 * h + 1]};
 #pragma unroll
-                for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a_big[i], b_small);
+                    for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a_small[i], b_big);
 #pragma unroll
-                for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a_big[i], b_big);
+                    for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a_big[i], b_small);
+#pragma unroll
+                    for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a_big[i], b_big);
+                }
             }
             // the next tile's copies go out behind the first step's HMMAs (as k7)
             if (kk == 0) {
-                if (more) issue(ws, kt + STAGES - 1);
+                issue(ws, kt + STAGES - 1 < ktiles);
                 cp_async_commit();
             }
         }
-        // promotion (item 3 above): the chain ends with every CHUNK_TILES-th tile, and with the last
+        // promotion (item 4 above): the chain ends with every CHUNK_TILES-th tile, and with the last
         if ((kt + 1) % CHUNK_TILES == 0 || kt + 1 == ktiles) {
 #pragma unroll
             for (int i = 0; i < MI; ++i)
@@ -307,8 +367,8 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
                         acc[i][j][r] = 0.0f;
                     }
         }
-        rs = (rs + 1) & (STAGES - 1);
-        ws = (ws + 1) & (STAGES - 1);
+        rs = rs == STAGES - 1 ? 0 : rs + 1;
+        ws = ws == STAGES - 1 ? 0 : ws + 1;
     }
 
     // Epilogue (k6): the two running sums of a lane that sit side by side in C go out as one float2.
@@ -341,16 +401,23 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
 
 }  // namespace k8
 
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-tf32gemm_k8_vec(int M, int N, int K, float alpha, const float* __restrict__ A,
-                const float* __restrict__ B, float beta, float* __restrict__ C)
+extern "C" __global__ void __launch_bounds__(SPLIT_THREADS)
+tf32gemm_k8_split(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                  float* __restrict__ As, float* __restrict__ Bs)
 {
-    k8::body<true>(M, N, K, alpha, A, B, beta, C);
+    k8::split_pass(M, N, K, A, B, As, Bs);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-tf32gemm_k8_scalar(int M, int N, int K, float alpha, const float* __restrict__ A,
-                   const float* __restrict__ B, float beta, float* __restrict__ C)
+tf32gemm_k8_vec(int M, int N, int K, float alpha, const float* __restrict__ As,
+                const float* __restrict__ Bs, float beta, float* __restrict__ C)
 {
-    k8::body<false>(M, N, K, alpha, A, B, beta, C);
+    k8::body<true>(M, N, K, alpha, As, Bs, beta, C);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+tf32gemm_k8_scalar(int M, int N, int K, float alpha, const float* __restrict__ As,
+                   const float* __restrict__ Bs, float beta, float* __restrict__ C)
+{
+    k8::body<false>(M, N, K, alpha, As, Bs, beta, C);
 }

@@ -14,18 +14,21 @@ from common.sass import disassemble, kernel_listing
 from common.testing import build_for_every_arch, lab_of, needs_cuobjdump
 
 LAB = lab_of(__file__)
-FP16 = ["h1", "h2", "h3", "h4", "h5"]
-RUNGS = FP16 + ["h4_tf32"]        # the wgmma rungs
+FP16 = ["h1", "h2", "h3", "h4", "h5", "h6", "h7"]
+TF32 = ["h4_tf32", "h6_tf32", "h4_3xtf32"]   # TF32 wgmma: one pass (h4, h6) and 3xTF32 (tests/test_3xtf32.py)
+RUNGS = FP16 + TF32                  # the wgmma rungs
 TMA = RUNGS[1:]                      # every rung from h2 on loads by TMA through mbarriers
 BUILT = ["t4_tma"] + RUNGS           # every row of this lab's own: t4_tma keeps lab 7's mma.sync
-SPECIALIZED = ["h3", "h4", "h5", "h4_tf32"]
+SPECIALIZED = ["h3", "h4", "h5", "h6", "h7"] + TF32
 # ptxas's "wgmma ... serialized" performance warnings: with one, ptxas waits after every wgmma (4x slower)
 SERIALIZED = re.compile(r"C75(09|10|11)|wgmma[^\n]*serializ", re.I)
 
 
 def test_the_table_has_every_rung_and_lab_7s_t4_to_compare():
     assert [k.name for k in LAB.ladders["fp16"]] == ["t4", "t4_tma"] + FP16
-    assert [k.name for k in LAB.ladders["tf32"]] == ["h4_tf32"]
+    assert [k.name for k in LAB.ladders["tf32"]] == ["h4_tf32", "h6_tf32"]
+    assert [k.name for k in LAB.ladders["3xtf32"]] == ["k8", "h4_3xtf32"]
+    assert LAB.kernel("k8").lab == "lab07a-tf32-tensor-cores"
     assert LAB.kernel("t4").lab == "lab07-matmul-registers"
     assert [k.name for k in LAB.own()] == BUILT
 
@@ -50,6 +53,7 @@ def test_every_row_says_why_it_skips_a_gpu_that_is_not_hopper(arch):
 def test_every_rung_builds_for_sm_90a_without_spills():
     res = build_for_every_arch(LAB)
     assert sorted(res) == sorted((name, "sm_90a") for name in BUILT)
+    assert set(res[("h4_3xtf32", "sm_90a")]) == {"sgemm_h4_3xtf32", "split_h4_3xtf32"}   # the split pass too
     for (name, arch), entries in res.items():
         for entry, r in entries.items():
             assert r["spill_stores"] == r["spill_loads"] == r["stack"] == 0, f"{entry} on {arch}: {r}"
@@ -96,18 +100,19 @@ def test_every_rung_multiplies_with_wgmma_and_never_with_mma_sync(sass):
         assert count(sass, name, "WARPGROUP.ARRIVE") > 0, f"{name}: no wgmma.fence"
 
 
-def test_fp16_rungs_multiply_fp16_and_the_tf32_rung_tf32(listings):
+def test_fp16_rungs_multiply_fp16_and_the_tf32_rungs_tf32(listings):
     for name in FP16:
         hg = [line for line in listings[name] if "HGMMA" in line]
         assert hg and all("x16" in line and "TF32" not in line for line in hg), f"{name}: {hg[:2]}"
-    hg = [line for line in listings["h4_tf32"] if "HGMMA" in line]
-    assert hg and all(".TF32" in line and "x8" in line for line in hg), hg[:2]
+    for name in TF32:
+        hg = [line for line in listings[name] if "HGMMA" in line]
+        assert hg and all(".TF32" in line and "x8" in line for line in hg), f"{name}: {hg[:2]}"
 
 
 def test_the_tile_grows_to_m64n256_from_h4_on(listings):
     for name in ["h1", "h2", "h3"]:
         assert any("HGMMA.64x128x16" in line for line in listings[name]), name
-    for name in ["h4", "h5", "h4_tf32"]:
+    for name in ["h4", "h5", "h6", "h7", "h4_tf32", "h6_tf32"]:    # h4_3xtf32: 128 x 128 (running sums)
         assert any("HGMMA.64x256x" in line for line in listings[name]), name
 
 
@@ -146,8 +151,25 @@ def test_warp_specialized_rungs_move_registers_with_setmaxnreg(sass):
 def test_h5_multicasts_b_across_its_cluster(sass):
     assert sass["h5"]["opcodes"].get("UTMALDG.2D.MULTICAST", 0) > 0
     assert count(sass, "h5", "UCGABAR") > 0                      # the cluster barriers
-    for name in ["h2", "h3", "h4", "h4_tf32"]:
+    for name in ["h2", "h3", "h4", "h6", "h7"] + TF32:
         assert sass[name]["opcodes"].get("UTMALDG.2D.MULTICAST", 0) == 0, name
+
+
+def test_h6_stores_c_by_tma_alone_through_swizzled_chunks(sass, listings):
+    """h6's one idea: no thread writes global memory; each consumer writes its accumulators into shared
+    memory (STS.64, never a generic ST), fences them for the copy engine and meets its warpgroup at a
+    named barrier (bar.sync 1 + consumer, 128 threads), and one thread stores each 64 x 32 chunk by TMA
+    (UTMASTG) and commits it. Every rung before it stores C from registers (STG) and never by TMA."""
+    c = sass["h6"]
+    chunks = 256 // 32                                   # BN / STORE_COLS, unrolled: once each in SASS
+    assert count(sass, "h6", "UTMASTG") == chunks and count(sass, "h6", "UTMACMDFLUSH") == chunks, c["opcodes"]
+    assert count(sass, "h6", "STG") == 0 and count(sass, "h6", "ST.") == 0, c["opcodes"]
+    assert count(sass, "h6", "STS.64") == chunks * 8, c["opcodes"]    # 4 n8 blocks x 2 row halves per chunk
+    assert count(sass, "h6", "FENCE.VIEW.ASYNC.S") >= chunks, c["opcodes"]
+    named = [line for line in listings["h6"] if "BAR.SYNC" in line and "0x80" in line]
+    assert len(named) == 2 * chunks, named[:3]           # before the writes and after the fence, per chunk
+    for name in ["h2", "h3", "h4", "h5", "h4_tf32"]:
+        assert count(sass, name, "UTMASTG") == 0 and count(sass, name, "STG") > 0, name
 
 
 def test_no_rung_touches_local_memory(sass):
@@ -165,7 +187,27 @@ def test_a_gpu_that_is_not_hopper_gets_a_clear_refusal(monkeypatch):
 
 
 def test_a_k_that_tma_cannot_describe_is_refused_in_words():
-    for name in TMA + ["t4_tma"]:
+    for name in [n for n in TMA if n != "h4_3xtf32"] + ["t4_tma"]:
         with pytest.raises(CourseError, match="multiple of"):
-            check_shape(LAB.kernel(name), 128, 128, 100 if name != "h4_tf32" else 102)
+            check_shape(LAB.kernel(name), 128, 128, 100 if name not in TF32 else 102)
     assert check_shape(LAB.kernel("h1"), 77, 67, 45) == (77, 67, 45)   # h1's guarded loads take any K
+    # h4_3xtf32's split pass writes its parts at a padded pitch: TMA never reads A or B as they are
+    assert check_shape(LAB.kernel("h4_3xtf32"), 77, 67, 45) == (77, 67, 45)
+
+
+def test_h6_tf32_reads_b_into_registers_and_never_transposes_it(sass, listings):
+    """h6_tf32's idea in SASS: its HGMMA takes A from registers (an R operand where h4_tf32 has a shared-
+    memory descriptor), loaded by LDS, 16 per stage (4 slices x 4 values) in each of the two unrolled
+    halves; C leaves by TMA store through STS, one per accumulator value (128 = 4 steps x 32); no STG;
+    and its cubin has no transpose kernel (h4_tf32's has transpose_h4_tf32)."""
+    hg = [line for line in listings["h6_tf32"] if "HGMMA" in line]
+    assert hg and all(re.search(r"HGMMA\.64x256x8\.F32\.TF32 R\d+, R\d+, gdesc", line) for line in hg), hg[:2]
+    old = [line for line in listings["h4_tf32"] if "HGMMA" in line]
+    assert all(re.search(r"HGMMA\.\S+ R\d+, gdesc", line) for line in old), old[:2]
+    c = sass["h6_tf32"]
+    assert count(sass, "h6_tf32", "LDS") == 2 * 16 and count(sass, "h6_tf32", "HGMMA") == 2 * 4, c["opcodes"]
+    assert count(sass, "h6_tf32", "STS") == 128 and count(sass, "h6_tf32", "STG") == 0, c["opcodes"]
+    assert count(sass, "h6_tf32", "UTMASTG") == 8, c["opcodes"]          # 4 steps x the pair of chunks
+    k = LAB.kernel("h6_tf32")
+    text = disassemble(k.cubin(LAB.build_dir, "sm_90a"))
+    assert "transpose" not in text and "transpose_h4_tf32" in disassemble(LAB.kernel("h4_tf32").cubin(LAB.build_dir, "sm_90a"))

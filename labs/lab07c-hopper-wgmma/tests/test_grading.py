@@ -394,15 +394,18 @@ def test_the_tma_hooks_launch_the_cubin_of_the_function_they_are_given(monkeypat
     monkeypatch.setitem(kernels._cubin_of, id(f_stu), str(student))
     monkeypatch.setitem(kernels._cubin_of, id(f_ref), str(reference))
     ran = []
-    monkeypatch.setattr(launch, "_fp16_steps", lambda k, cubin, *a: [lambda: ran.append(Path(cubin).name)])
+    monkeypatch.setattr(launch, "_fp16_steps", lambda k, cubin, *a, **kw: [lambda: ran.append(Path(cubin).name)])
     monkeypatch.setattr(launch, "_sm_count", lambda: 132)
     monkeypatch.setattr(launch, "clusters_that_fit", lambda k, cubin=None: 66)
+    monkeypatch.setattr(launch, "_scratch", lambda purpose, nbytes, zero=False: 4096)     # h7's workspace
     launch._PREPARED.clear()
-    for name, hook in (("h2", launch.tma_grid), ("h4", launch.tma_persistent), ("h5", launch.tma_clusters)):
+    hooks = (("h2", launch.tma_grid), ("h4", launch.tma_persistent), ("h5", launch.tma_clusters),
+             ("h6", launch.tma_persistent_store), ("h7", launch.tma_stream_k))
+    for name, hook in hooks:
         k = LAB.kernel(name)
         for f in (f_stu, f_ref, f_stu):
             hook(k, f, 256, 256, 256, 1, 2, 3, 1.0, 0.0, None)
-    assert ran == ["student.cubin", "reference.cubin", "student.cubin"] * 3
+    assert ran == ["student.cubin", "reference.cubin", "student.cubin"] * len(hooks)
     assert launch.cubin_for(LAB.kernel("h2"), None) == launch.cubin_of(LAB.kernel("h2"))
     launch._PREPARED.clear()
 

@@ -1,5 +1,5 @@
 // splitk_reduce.cuh -- lab 7d: the ordered reduce that every two-kernel split-K row runs after its
-// main kernel (splitk_fp32, splitk_fp16, splitk_v8), so that each kernel file shows only its split.
+// main kernel (splitk_fp32, splitk_fp16, splitk_v8, wgmma_splitk), so that each kernel file shows only its split.
 //
 //   splitk::reduce<kThreads, kUnroll>(M, N, splits, workspace, C)
 //       one thread per element of C: C[i] = ((ws[0][i] + ws[1][i]) + ws[2][i]) + ..., z ascending.
@@ -8,7 +8,8 @@
 //       all in flight); the additions keep their order. For splits = 1 it is a copy.
 //       Launch (by the including file's entry point): 1-D blocks of kThreads, grid ceil(M * N / kThreads).
 //
-//   The one-launch form for grids of one wave (grid_barrier, reduce_tile_slice) is at the end.
+//   The one-launch form for grids of one wave (grid_barrier, reduce_tile_slice) is at the end, and after
+//   it the same for the part of a block that is left in a warp-specialized kernel (finish_in_one_launch_part).
 //
 // SASS to look for: kUnroll LDG.E.CONSTANT per group of splits, then a chain of FADD, one STG. In the
 // one-launch form (sm_90): MEMBAR.SC.GPU for the fence, ATOMG.E.ADD.STRONG.GPU for the arrival,
@@ -73,38 +74,49 @@ __device__ __forceinline__ void reduce(int M, int N, int splits, const float* __
 // reduce_tile_slice<V, TBM, TBN, NT>(M, N, splits, workspace, C): block (x, y, z) adds, in z order as
 //   reduce() does, slice z of the TBM x TBN tile at block (x, y): C comes out bitwise the same as the
 //   two-launch path's. V = 4: float4 loads and stores (N % 4 == 0); V = 1: per element.
+// One thread per block: this block's arrival, then the spin until all `total` blocks have arrived.
+__device__ __forceinline__ void arrive_and_wait(unsigned* counters, unsigned total)
+{
+    __threadfence();            // the release: the block's stores, met at the barrier, before the arrival
+    atomicAdd(counters, 1u);
+    unsigned seen;
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    for (;;) {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(seen) : "l"(counters) : "memory");
+        if (seen >= total) break;
+        __nanosleep(100);
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (now - start > 10000000000ull) __trap();   // 10 s and a block never came: fail, do not hang
+    }
+}
+
+// The last block to leave zeroes both counters (one thread per block calls it).
+__device__ __forceinline__ void hand_back(unsigned* counters, unsigned total)
+{
+    if (atomicAdd(counters + 1, 1u) == total - 1) {
+        counters[0] = 0u;                          // every block is past its wait: no one reads them now
+        counters[1] = 0u;
+    }
+}
+
 __device__ __forceinline__ void grid_barrier(unsigned* counters, unsigned total)
 {
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();        // the release: the block's stores, met at the barrier, before the arrival
-        atomicAdd(counters, 1u);
-        unsigned seen;
-        unsigned long long start, now;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-        for (;;) {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(seen) : "l"(counters) : "memory");
-            if (seen >= total) break;
-            __nanosleep(100);
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-            if (now - start > 10000000000ull) __trap();   // 10 s and a block never came: fail, do not hang
-        }
-    }
+    if (threadIdx.x == 0) arrive_and_wait(counters, total);
     __syncthreads();
 }
 
 __device__ __forceinline__ void leave(unsigned* counters, unsigned total)
 {
     __syncthreads();
-    if (threadIdx.x == 0 && atomicAdd(counters + 1, 1u) == total - 1) {
-        counters[0] = 0u;                          // every block is past its wait: no one reads them now
-        counters[1] = 0u;
-    }
+    if (threadIdx.x == 0) hand_back(counters, total);
 }
 
 template <int V, int TBM, int TBN, int NT, int kUnroll>
-__device__ __forceinline__ void reduce_tile_slice(int M, int N, int splits, const float* workspace, float* C)
+__device__ __forceinline__ void reduce_tile_slice_by(int M, int N, int splits, const float* workspace, float* C,
+                                                     int thread)
 {
     static_assert(V == 1 || V == 4, "reduce_tile_slice: per element or float4");
     static_assert(TBN % V == 0, "reduce_tile_slice: whole float4 groups per tile row");
@@ -113,7 +125,7 @@ __device__ __forceinline__ void reduce_tile_slice(int M, int N, int splits, cons
     const int per = (GROUPS + splits - 1) / splits;
     const int lo = static_cast<int>(blockIdx.z) * per, hi = min(GROUPS, lo + per);
     const size_t MN = (size_t)M * N;
-    for (int g = lo + static_cast<int>(threadIdx.x); g < hi; g += NT) {
+    for (int g = lo + thread; g < hi; g += NT) {
         const int row = bm + g / ROW_GROUPS, col = bn + (g % ROW_GROUPS) * V;
         if (row >= M || col >= N) continue;        // V = 4: N % 4 == 0, so all four or none
         const float* p = workspace + (size_t)row * N + col;
@@ -138,6 +150,12 @@ __device__ __forceinline__ void reduce_tile_slice(int M, int N, int splits, cons
     }
 }
 
+template <int V, int TBM, int TBN, int NT, int kUnroll>
+__device__ __forceinline__ void reduce_tile_slice(int M, int N, int splits, const float* workspace, float* C)
+{
+    reduce_tile_slice_by<V, TBM, TBN, NT, kUnroll>(M, N, splits, workspace, C, static_cast<int>(threadIdx.x));
+}
+
 // The end of a one-launch split-K entry point, after its main body wrote partial z of its tile: the
 // grid barrier, this block's slice of the reduce, and the counters handed back. workspace holds the
 // splits x M x N partials, then the 2 counters.
@@ -149,6 +167,33 @@ __device__ __forceinline__ void finish_in_one_launch(int M, int N, int splits, f
     grid_barrier(counters, total);
     reduce_tile_slice<V, TBM, TBN, NT, kUnroll>(M, N, splits, workspace, C);
     leave(counters, total);
+}
+
+// ---- The same for part of a block: a warp-specialized kernel (wgmma_splitk.cu) -----------------------
+// Its producer warpgroup has exited by the time the partial tile is written, so the block barrier
+// (bar.sync 0, every thread of the block) is not the tool: the NT threads that remain, numbered
+// `thread` = 0 .. NT - 1, synchronise on named barrier kBar (bar.sync kBar, NT) and share the slice.
+// The same barrier, the same slice and the same additions in the same order as above.
+template <int kBar, int kThreads>
+__device__ __forceinline__ void named_barrier()
+{
+    static_assert(kBar >= 1 && kBar < 16 && kThreads % 32 == 0, "splitk: a named barrier 1..15 of whole warps");
+    asm volatile("bar.sync %0, %1;\n" :: "n"(kBar), "n"(kThreads) : "memory");
+}
+
+template <int kBar, int V, int TBM, int TBN, int NT, int kUnroll>
+__device__ __forceinline__ void finish_in_one_launch_part(int M, int N, int splits, float* workspace, float* C,
+                                                          int thread)
+{
+    unsigned* const counters = reinterpret_cast<unsigned*>(workspace + static_cast<size_t>(splits) * M * N);
+    const unsigned total = gridDim.x * gridDim.y * gridDim.z;
+    __threadfence();                               // this thread's partial, visible to the whole GPU
+    named_barrier<kBar, NT>();
+    if (thread == 0) arrive_and_wait(counters, total);
+    named_barrier<kBar, NT>();
+    reduce_tile_slice_by<V, TBM, TBN, NT, kUnroll>(M, N, splits, workspace, C, thread);
+    named_barrier<kBar, NT>();
+    if (thread == 0) hand_back(counters, total);
 }
 
 }  // namespace splitk

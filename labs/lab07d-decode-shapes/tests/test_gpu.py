@@ -1,6 +1,8 @@
 """Lab 7d on the GPU: every kernel against the float64 reference on the shapes decode and split-K make
 awkward (M = 1, 2, 3, 15, 16, 17; odd N and K), split-K bitwise repeatable, the dispatcher correct on
 every class of the sweep's shapes. Outputs are poisoned with NaN (an element never written fails)."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -121,7 +123,10 @@ HOPPER_CASES = [  # (shape, the rule on Hopper): odd M, partial tiles in N and i
     ((64, 2048, 8), "wgmma-split"), ((17, 1024, 136), "wgmma-split"), ((64, 4224, 72), "wgmma-split"),
     ((64, 8192, 8192), "wgmma"), ((49, 5000, 1000), "wgmma"),
     ((2048, 64, 1024), "narrow-wgmma"), ((2050, 24, 136), "narrow-wgmma"),
-    ((2000, 2000, 1000), "tiles-wgmma"), ((2056, 1032, 520), "tiles-wgmma")]
+    ((2000, 2000, 1000), "tiles-wgmma"), ((2056, 1032, 520), "tiles-wgmma"),
+    ((128, 128, 65536), "split-k-wgmma"), ((256, 256, 32768), "split-k-wgmma"), ((130, 264, 8192), "split-k-wgmma"),
+    ((300, 520, 1000), "split-k-wgmma"), ((4096, 4096, 64), "small-k-wgmma"), ((1000, 1032, 264), "small-k-wgmma"),
+    ((2050, 136, 8), "small-k-wgmma")]
 
 
 @needs_gpu
@@ -217,3 +222,53 @@ def test_skinny_is_bitwise_repeatable_and_leaves_its_ticket_counters_at_zero(mt)
     counters = np.empty(tiles, np.uint32)
     cuda.memcpy_dtoh(counters, int(ws) + 4 * 6 * tiles * bm * bn)
     assert not counters.any(), counters
+
+
+# --- wgmma_splitk (Hopper): split-K on TMA + wgmma --------------------------------------------------
+def _wgmma_splitk_or_skip():
+    k = LAB.bind(LAB.table.WGMMA_SPLITK)
+    if LAB.gpu_arch() != "sm_90":
+        pytest.skip("wgmma_splitk runs on Hopper (sm_90a) only")
+    if DISPATCH.missing_runtime(k):
+        pytest.skip(f"wgmma_splitk's tensor maps need {DISPATCH.missing_runtime(k)} (lab 7c's README)")
+    return k
+
+
+# ragged M and N (partial tiles, odd N: B through the padded copy, scalar float stores and the scalar
+# fused reduce), K a multiple of 8 that is not a multiple of 64 (the last slice zero-filled by TMA), one
+# row of A, K = 8 (one slice, most splits empty when forced), and the sweep's two shapes.
+WGMMA_SPLITK_SHAPES = [(128, 128, 65536), (256, 256, 32768), (1, 4096, 4096), (1, 129, 520), (130, 261, 8192),
+                       (257, 129, 1032), (300, 520, 1000), (65, 4096, 4096), (3, 7, 8), (128, 136, 33000)]
+
+
+@needs_gpu
+@pytest.mark.parametrize("splits", [0, 1, 3, 7, 132, 200])     # 0: the row's rule (one wave, the fused entry)
+@pytest.mark.parametrize("shape", WGMMA_SPLITK_SHAPES, ids=["x".join(map(str, s)) for s in WGMMA_SPLITK_SHAPES])
+def test_wgmma_splitk_matches_float64_for_any_split(shape, splits):
+    """Against float64, with the outputs poisoned (LAB.check): its own split, and forced ones (200
+    splits of a short K: empty splits write zero partials; grids past one wave take the two launches)."""
+    k = _wgmma_splitk_or_skip()
+    k = LAUNCH.with_splits(k, splits) if splits else k
+    verdict = LAB.check(k, *shape)
+    assert verdict.ok, str(verdict)
+
+
+@needs_gpu
+@pytest.mark.parametrize("shape", [(128, 128, 65536), (256, 256, 32768), (130, 261, 8192)],
+                         ids=["128x128x65536", "256x256x32768", "130x261x8192"])
+def test_wgmma_splitk_is_bitwise_repeatable_and_its_one_launch_gives_the_two_launches_bits(shape):
+    """The reduce adds the partials in split order, in the fused entry as in the reduce kernel: three
+    runs of the one launch, and the two launches, give the same bits (and the counters were left at zero,
+    or the second fused run would hang or trap)."""
+    k = _wgmma_splitk_or_skip()
+    M, N, K = shape
+    sms = LAUNCH._gpu_sms()
+    splits = LAUNCH.splits_of(k, M, N, K, sms)
+    assert LAUNCH.uses_fused(k, LAUNCH.tma_splitk_grid(k, M, N, splits), sms), "this shape should take one launch"
+    two = replace(k, name=k.name + "[two launches]", launch_hook=replace(k.launch_hook, fused=()))
+    rng = np.random.default_rng(43)
+    A, B = LAB.random_inputs(k, M, N, K, rng)
+    runs = [LAB.matmul(k, A, B).view(np.uint32) for _ in range(3)]
+    both = LAB.matmul(two, A, B).view(np.uint32)
+    assert all(np.array_equal(runs[0], r) for r in runs[1:])
+    assert np.array_equal(runs[0], both)

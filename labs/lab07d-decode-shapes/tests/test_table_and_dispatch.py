@@ -80,7 +80,8 @@ def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_sh
     (FP16, (16, 4096, 1024), "skinny", "skinny_fp16", "vec"),
     (FP16, (16, 4096, 1020), "gemv-tc", "gemv_fp16_tc", "vec"),       # K not whole chunks, too short for 8 splits
     (FP32, (128, 128, 65536), "split-k", "splitk_fp32", "vec"),
-    (FP16, (128, 128, 65536), "split-k", "splitk_fp16", "vec"),
+    (FP16, (128, 128, 65536), "split-k-wgmma", "wgmma_splitk", ""),  # Hopper: split-K on wgmma (sm_89: below)
+    (FP16, (256, 256, 32768), "split-k-wgmma", "wgmma_splitk", ""),
     (FP32, (8192, 16, 8192), "few-cols", "splitk_fp32", "vec"),
     (FP16, (8192, 16, 8192), "narrow-wgmma", "h4", ""),
     (FP32, (8192, 64, 8192), "narrow", "splitk_v8", "vec"),
@@ -92,10 +93,14 @@ def test_every_dispatch_rule_names_rows_of_the_lab_and_the_last_catches_every_sh
     (FP32, (64, 8192, 8192), "few-rows", "splitk_v8", "vec"),
     (FP32, (33, 4096, 4095), "few-rows", "splitk_v8", "scalar"),
     (FP16, (64, 4096, 4100), "few-rows", "splitk_fp16", "scalar"),
-    (FP16, (65, 4096, 4096), "split-k", "splitk_fp16", "vec"),
+    (FP16, (65, 4096, 4096), "split-k-wgmma", "wgmma_splitk", ""),    # 32 tiles: 4 splits of 128 blocks
+    (FP16, (65, 4096, 4100), "split-k", "splitk_fp16", "scalar"),     # K not whole 16-byte chunks: no TMA
     (FP32, (4096, 4096, 4096), "tiles", "v8", "vec"),
     (FP16, (4096, 4096, 4096), "tiles-wgmma", "h4", ""),
-    (FP16, (4096, 4096, 64), "tiles-wgmma", "h4", ""),
+    (FP16, (4096, 4096, 64), "small-k-wgmma", "h6", ""),             # C's stores outweigh the multiplies
+    (FP16, (4096, 4096, 256), "small-k-wgmma", "h6", ""),
+    (FP16, (4096, 4096, 512), "small-k-wgmma", "h6", ""),
+    (FP16, (4096, 4096, 576), "tiles-wgmma", "h4", ""),
     (FP16, (4096, 4100, 4096), "tiles", "t4", "scalar"),              # N not whole 16-byte chunks
     (FP32, (4096, 4096, 64), "tiles", "v8", "vec"),
     (FP32, (64, 64, 256), "gemv", "gemv_fp32", "m16_vec"),  # M <= 64: a GEMV, whatever K
@@ -143,8 +148,12 @@ def test_split_k_runs_in_one_launch_only_where_its_grid_fits_in_one_wave(monkeyp
 
 
 def test_the_split_count_follows_the_gpus_sm_count():
-    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=84).splits == 84      # an RTX 4090-sized GPU
-    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=170).splits == 170
+    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=84, arch="sm_89").splits == 84      # an RTX 4090-sized GPU
+    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=170, arch="sm_89").splits == 170
+    # Hopper's wgmma_splitk: one block per SM in whole 64-deep slices (1024 of them), no split empty
+    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=132, arch="sm_90").splits == 128     # 8 slices each
+    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=114, arch="sm_90").splits == 114     # an H100 PCIe: 9 slices
+    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=170, arch="sm_90").splits == 147     # 7 slices each
 
 
 def test_every_sweep_shape_gets_a_choice_whose_kernel_takes_it():

@@ -1,0 +1,277 @@
+// h4_3xtf32.cu: FP32 accuracy from TF32 wgmma (3xTF32), h4_tf32's persistent warp-specialized design
+// with split operands and partial sums promoted to FP32 registers.
+//
+//   C (FP32, M x N) = A (FP32, M x K) . B (FP32, K x N), all row-major, with errors at FP32's level
+//   (common/precision.py, "fp32_3xtf32", derives the bound the checks use).
+//   Entry points:
+//     sgemm_h4_3xtf32 (int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
+//                      const __grid_constant__ CUtensorMap tmAsmall, const __grid_constant__ CUtensorMap tmBbig,
+//                      const __grid_constant__ CUtensorMap tmBsmall, float* C)
+//     split_h4_3xtf32 (int M, int N, int K, const float* A, const float* B, float* a_parts,
+//                      float* bt_parts, int pitch)
+//         a_parts:  A_big (M x K, row pitch `pitch` floats), then A_small at a_parts + M pitch
+//         bt_parts: Bt_big = big(B)^T (N x K, pitch `pitch`), then Bt_small at bt_parts + N pitch
+//   Tensor maps, all FP32 with CU_TENSOR_MAP_SWIZZLE_128B, K contiguous (K-major):
+//     tmAbig, tmAsmall:  dims (K, M), box (32, BM), row pitch `pitch` floats
+//     tmBbig, tmBsmall:  dims (K, N), box (32, BN), row pitch `pitch` floats
+//   Launch (the hook, per call, both timed): split_h4_3xtf32 with block (32, 8) on a 1-D grid of
+//     ceil(K / 32) ceil(M / 32) + ceil(K / 32) ceil(N / 32) blocks (one 32 x 32 tile each: A's first,
+//     then B's), pitch = K rounded up to 4 floats; then sgemm_h4_3xtf32 with THREADS = 384 on a
+//     persistent grid (min(#SMs, tiles), 1, 1), SMEM_BYTES dynamic.
+//   Shapes:  any M, N, K >= 1 (the split writes every part at a padded pitch: TMA's 16-byte rule
+//            holds for any K).
+//   Build:   sm_90a only.
+//
+// The idea (lab 7a's k8 explains it for mma.sync). Each FP32 operand is split into two TF32 numbers,
+// x = big + small: big = tf32(x), small = tf32(x - big) (x - big is exact in FP32), so that
+//     a b ~ big_a big_b + big_a small_b + small_a big_b
+// to about 2^-21 |a b| (small_a small_b and the split's own remainders are below that). Each product
+// is exact in the tensor core; what is left is its accumulation, which aligns and truncates: over a
+// long K its error grows with K, towards zero. So each wgmma chain covers KCHUNK of K only, from zero,
+// and is then added with FADD (rounded to nearest) into FP32 running sums held in registers, and
+// restarted: the error of a result is that of a KCHUNK chain plus FP32's rounding of the K / KCHUNK
+// promotions, whatever K is.
+//
+// What it changes in h4_tf32:
+// 1. The split is a pass of its own on the device, like h4_tf32's transpose of B and counted in the
+//    call's time: A -> A_big, A_small; B -> Bt_big, Bt_small, transposed (TF32 wgmma reads only K-major
+//    operands, so B needs that pass anyway, and the split rides on it). big rounds to the nearest TF32
+//    (ties away, k8's integer form), small is x - big rounded by cvt.rna; both have their low 13 bits
+//    zero, so the tensor core reads them exactly. Inf and NaN propagate as in FP32: x is clamped to
+//    the largest TF32 number first, so big is finite and small = x (k8's split_tf32 says why).
+//    Why not split in the GEMM, as k8 does: wgmma reads B from shared memory only, so a split B has to
+//    be stored split; the pass reads A and B once and writes each twice, a memory-bound pass (at
+//    4096^3, 384 MB at 3-4 TB/s: 0.1 ms beside a GEMM of over 1 ms; its share falls as 1 / size).
+// 2. Four TMA boxes per stage (A_big, A_small, Bt_big, Bt_small) and an expect_tx of their sum.
+// 3. Per 8-deep slice three wgmma into one chain: small.big, big.small, then big.big, k8's order (the
+//    small products join the chain before the big one of their slice, while the sum is smaller).
+//    The first wgmma of a chain has scale-d = 0 (D = A B): the chain restarts from zero with no
+//    register written.
+// 4. Promotion: a chain is h4_tf32's K loop over CHUNK_TILES stages (wait_group 1 inside, each stage
+//    released one stage late), closed by wait_group 0, which must precede any read of the chain's
+//    registers; then the stage is released and 64 FADDs add the chain to the running sums.
+//    The two consumers close their chains half a chunk apart (consumer 1's first chain of each tile is
+//    half as long), so that while one drains its wgmma pipe and adds, the other's wgmmas keep the
+//    tensor core busy.
+// 5. Half h4_tf32's tile: the running sums double the accumulators, 64 chain + 64 running floats per
+//    thread for a 64 x 128 consumer tile; 128 + 128 for h4_tf32's 64 x 256 would not fit (Registers,
+//    below).
+//
+// Tiles and why: BM x BN = 128 x 128 (two consumer warpgroups, each m64n128k8), BK = 32 floats (one
+// 128-byte swizzle row, as h4_tf32), four 16 KB boxes a stage = 64 KB, STAGES = 3 (192 KB + 1 KB for
+// the alignment; 4 would not fit 227 KB). KCHUNK = 64 (k8's: 24 chained wgmma per chain, 2 stages;
+// its header gives the model behind it), GROUP = 8. Registers: ptxas allocates the whole kernel within
+// __launch_bounds__(384, 1)'s 168 a thread, and the consumers' 64 + 64 accumulators fit there with no
+// spill; a 128 x 256 tile (128 + 128) or a third consumer warpgroup (128 a thread) would not.
+//
+// What to look for in SASS (sgemm_h4_3xtf32): HGMMA.64x128x8.F32.TF32, 12 in the stage loop (3 per
+// 8-deep slice, 4 slices), the first with the scale-d predicate (UP0), the rest accumulating;
+// WARPGROUP.DEPBAR.LE gsb0, 0x1 in the stage loop and 0x0 once at a chain's end, followed by the
+// promotion's 64 FADDs (the kernel's only FADDs); UTMALDG.2D, 4 per stage (the producer's loop is
+// unrolled: a multiple of 4); SYNCS.* (mbarriers); USETMAXREG.DEALLOC and .TRY_ALLOC; no local memory.
+// split_h4_3xtf32 (a thread splits 4 elements of A, or 4 of B: 8 in the code): per element 2 FMNMX
+// (the clamp), IADD3 and LOP3 (big's rounding), FADD (x - big), then cvt.rna as FSETP (finite?), IADD
+// and LOP3; 8 LDG, 16 STG (big and small), 8 STS and 8 LDS (B's transpose), no tensor core.
+// tests/test_3xtf32.py checks these counts. ptxas must not warn C7509-C7511.
+
+#include "hopper_ptx.cuh"
+
+#ifndef BM
+#define BM 128      // block tile rows: 64 for each of the two consumer warpgroups
+#endif
+#ifndef BN
+#define BN 128      // block tile columns = the wgmma's N (m64n128k8): 64 chain + 64 running floats a thread
+#endif
+#ifndef BK
+#define BK 32       // one 128-byte swizzle row of floats
+#endif
+#ifndef STAGES
+#define STAGES 3    // four 16 KB boxes a stage: 3 stages = 192 KB
+#endif
+#ifndef KCHUNK
+#define KCHUNK 64   // K of one wgmma chain before it is added to the FP32 running sums (a multiple of BK)
+#endif
+#ifndef GROUP
+#define GROUP 8     // tile rows per raster band (L2 reuse of B panels)
+#endif
+
+#define CONSUMERS 2 // consumer warpgroups, 64 rows each
+#define THREADS ((CONSUMERS + 1) * 128)
+#define SMEM_BYTES (STAGES * 2 * (BM * BK + BN * BK) * sizeof(float) + 1024)
+
+static_assert(BK == 32, "BK must be 32: one 128-byte swizzle row of floats");
+static_assert(BM == 64 * CONSUMERS, "BM must be 128: one m64 block for each of the two consumers");
+static_assert(BN == 128, "BN must be 128: the consumer's chain and running sums (2 x BN / 2 floats) must fit "
+                         "its registers");
+static_assert(STAGES >= 2, "STAGES >= 2");
+static_assert(KCHUNK >= BK && KCHUNK % BK == 0, "KCHUNK must be a multiple of BK: a chain ends at a stage's end");
+static_assert(GROUP >= 1, "GROUP >= 1");
+static_assert(SMEM_BYTES <= 232448, "dynamic shared memory at most 227 KB");
+
+[[maybe_unused]] constexpr int A_TILE = BM * BK * 4;            // one A part (big or small) of a stage
+[[maybe_unused]] constexpr int B_TILE = BN * BK * 4;            // one Bt part
+[[maybe_unused]] constexpr int STAGE_BYTES = 2 * A_TILE + 2 * B_TILE;
+[[maybe_unused]] constexpr int CHUNK_TILES = KCHUNK / BK;      // stages per chain
+[[maybe_unused]] constexpr int CONSUMER_REGS = 232;
+[[maybe_unused]] constexpr int PRODUCER_REGS = 40;
+
+// Tile index -> (tile row, tile column): bands of GROUP tile rows, column by column within a band.
+__device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
+    const int band = tile / (GROUP * tiles_n);
+    const int first = band * GROUP;
+    const int rows = min(GROUP, tiles_m - first);        // the last band may be narrower
+    const int in_band = tile - band * GROUP * tiles_n;
+    tm = first + in_band % rows;
+    tn = in_band / rows;
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
+                const __grid_constant__ CUtensorMap tmAsmall, const __grid_constant__ CUtensorMap tmBbig,
+                const __grid_constant__ CUtensorMap tmBsmall, float* __restrict__ C) {
+#if HOPPER_STUB
+    __trap();                                            // not an sm_90a build: see hopper_ptx.cuh
+#else
+    extern __shared__ unsigned char smem_raw[];
+    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    unsigned char* smem = reinterpret_cast<unsigned char*>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
+    const int KT = (K + BK - 1) / BK;
+    const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], CONSUMERS);
+        }
+        mbar_fence_init();
+    }
+    __syncthreads();
+
+    if (wg == 0) {                                   // ---- producer ----
+        setmaxnreg_dec<PRODUCER_REGS>();
+        if (tid == 0) {
+            int it = 0;                              // K slices issued since the block started
+            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                int tm, tn;
+                tile_coords(tile, tiles_m, tiles_n, tm, tn);
+                for (int t = 0; t < KT; ++t, ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
+                    unsigned char* st = smem + s * STAGE_BYTES;
+                    mbar_arrive_tx(&full[s], STAGE_BYTES);           // the four boxes' bytes
+                    tma_load_2d(st, &tmAbig, t * BK, tm * BM, &full[s]);
+                    tma_load_2d(st + A_TILE, &tmAsmall, t * BK, tm * BM, &full[s]);
+                    tma_load_2d(st + 2 * A_TILE, &tmBbig, t * BK, tn * BN, &full[s]);
+                    tma_load_2d(st + 2 * A_TILE + B_TILE, &tmBsmall, t * BK, tn * BN, &full[s]);
+                }
+            }
+        }
+    } else {                                         // ---- consumers ----
+        setmaxnreg_inc<CONSUMER_REGS>();
+        const int c = wg - 1;
+        // consumer 1 closes its chains half a chunk after consumer 0 (item 4 of the header)
+        const int first_chunk = CHUNK_TILES - c * (CHUNK_TILES / 2);
+        float chain[BN / 2], sum[BN / 2];
+#pragma unroll
+        for (int j = 0; j < BN / 2; ++j) chain[j] = 0.f;             // never read: scale-d = 0 starts a chain
+        int it = 0;
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            int tm, tn;
+            tile_coords(tile, tiles_m, tiles_n, tm, tn);
+#pragma unroll
+            for (int j = 0; j < BN / 2; ++j) sum[j] = 0.f;
+
+            for (int t0 = 0, len = first_chunk; t0 < KT; t0 += len, len = CHUNK_TILES) {
+                const int end = min(t0 + len, KT);
+                for (int t = t0; t < end; ++t, ++it) {              // one chain: h4_tf32's K loop
+                    const int s = it % STAGES;
+                    mbar_wait(&full[s], (it / STAGES) & 1);
+                    const uint32_t base = smem_addr(smem + s * STAGE_BYTES);
+                    const uint32_t a_big = base + c * 8192, a_small = a_big + A_TILE;
+                    const uint32_t b_big = base + 2 * A_TILE, b_small = b_big + B_TILE;
+                    wgmma_fence();
+#pragma unroll
+                    for (int j = 0; j < BK / 8; ++j) {               // 8-deep slices, 32 bytes apart
+                        wgmma_tf32<BN>(chain, desc_k_major(a_small + j * 32), desc_k_major(b_big + j * 32),
+                                       j > 0 || t > t0);            // scale-d = 0: the chain's first
+                        wgmma_tf32<BN>(chain, desc_k_major(a_big + j * 32), desc_k_major(b_small + j * 32), 1);
+                        wgmma_tf32<BN>(chain, desc_k_major(a_big + j * 32), desc_k_major(b_big + j * 32), 1);
+                    }
+                    wgmma_commit();
+                    wgmma_wait<1>();                 // slice it-1's wgmmas are done
+                    if (t > t0 && tid == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+                }
+                wgmma_wait<0>();                     // the whole chain is done: its registers may be read
+                if (tid == 0) mbar_arrive(&empty[(it - 1) % STAGES]);   // the chain's last stage
+                keep_in_regs(chain);
+#pragma unroll
+                for (int j = 0; j < BN / 2; ++j) sum[j] += chain[j];     // the promotion: FADD, rounded
+            }
+            store_acc_64xN<BN>(sum, C, M, N, tm * BM + c * 64, tn * BN, tid);
+        }
+    }
+#endif
+}
+
+// x -> (big, small), lab 7a's k8 split with small rounded too: big = x clamped to the largest TF32
+// number and rounded to the nearest TF32 (ties away) by adding half a TF32 ulp to the bits and
+// clearing the low 13; small = x - big (exact) rounded by cvt.rna, whose low 13 bits are cleared
+// as well (the instruction leaves them unspecified). A NaN or Inf x gives a finite big and small = x.
+__device__ __forceinline__ void split_tf32(float x, float& big, float& small) {
+    const float TF32_MAX = __uint_as_float(0x7F7FE000u);            // (2 - 2^-10) 2^127
+    const float clamped = fminf(fmaxf(x, -TF32_MAX), TF32_MAX);     // a NaN clamps to -TF32_MAX
+    big = __uint_as_float((__float_as_uint(clamped) + 0x1000u) & 0xFFFFE000u);
+    uint32_t s;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(s) : "f"(x - big));
+    small = __uint_as_float(s & 0xFFFFE000u);
+}
+
+// The split pass: one 32 x 32 tile per block of 32 x 8 threads. Blocks [0, ceil(K/32) ceil(M/32)) split
+// a tile of A in place (same layout, padded pitch); the rest split a tile of B and transpose it through
+// a 32 x 33 shared tile, so that reads and writes are coalesced rows (the pad column avoids bank
+// conflicts), as h4_tf32's transpose.
+extern "C" __global__ void __launch_bounds__(256)
+split_h4_3xtf32(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                float* __restrict__ a_parts, float* __restrict__ bt_parts, int pitch) {
+    __shared__ float tile_big[32][33], tile_small[32][33];
+    const int k_tiles = (K + 31) / 32, a_blocks = k_tiles * ((M + 31) / 32);
+    int b = blockIdx.x;
+    if (b < a_blocks) {                                     // A: rows m, columns k, both ways
+        const int k = (b % k_tiles) * 32 + threadIdx.x, m0 = (b / k_tiles) * 32;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int m = m0 + threadIdx.y + 8 * i;
+            if (m < M && k < K) {
+                float big, small;
+                split_tf32(A[(size_t)m * K + k], big, small);
+                a_parts[(size_t)m * pitch + k] = big;
+                a_parts[((size_t)M + m) * pitch + k] = small;
+            }
+        }
+        return;
+    }
+    b -= a_blocks;                                          // B (K x N) -> Bt (N x K)
+    const int k0 = (b % k_tiles) * 32, n0 = (b / k_tiles) * 32;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int y = threadIdx.y + 8 * i, k = k0 + y, n = n0 + threadIdx.x;
+        if (k < K && n < N) {
+            float big, small;
+            split_tf32(B[(size_t)k * N + n], big, small);
+            tile_big[y][threadIdx.x] = big;
+            tile_small[y][threadIdx.x] = small;
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int y = threadIdx.y + 8 * i, n = n0 + y, k = k0 + threadIdx.x;     // Bt row n, column k
+        if (n < N && k < K) {
+            bt_parts[(size_t)n * pitch + k] = tile_big[threadIdx.x][y];
+            bt_parts[((size_t)N + n) * pitch + k] = tile_small[threadIdx.x][y];
+        }
+    }
+}

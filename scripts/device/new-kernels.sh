@@ -1,0 +1,46 @@
+#!/bin/bash
+# The kernels written without a GPU (NOTES.md of labs 7a, 7c, 7d: h6, h7, h4_3xtf32, k8's split pass,
+# wgmma_splitk and lab 7d's Hopper rules), checked on the device machine in two calls:
+#   PHASE=tests  their GPU tests, one pytest per family cut at GROUP_S seconds (default 100): tests.tgz
+#                (a log per family), failures.txt, durations.tsv
+#   PHASE=bench  their benchmarks, each cut at BENCH_S seconds (default 150): bench-*.log, records.tgz
+#   PHASE=sanitize  compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on each new kernel, each lab
+#                cut at BENCH_S seconds: sanitize-*.log, sanitize.tgz (the labs' reports/sanitize/)
+set -u
+source "$(dirname "$0")/snapshot.sh"          # $OUT, and the tree to test (the snapshot's commit)
+export PYTHONPATH=$PWD:$here/scripts/device${PYTHONPATH:+:$PYTHONPATH}
+L7A=labs/lab07a-tf32-tensor-cores; L7C=labs/lab07c-hopper-wgmma; L7D=labs/lab07d-decode-shapes
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
+for l in $L7A $L7C $L7D; do make -C "$l" build PYTHON=python3 > "/tmp/build-$(basename "$l").log" 2>&1 & done; wait
+tail -n 12 /tmp/build-*.log > "$OUT/build.log"
+case "${PHASE:-tests}" in
+  tests)
+    # one pytest per family, each cut at GROUP_S seconds: a kernel that hangs costs its own family only
+    group() { local name=$1; shift
+              timeout "${GROUP_S:-100}" python3 -m pytest -p instafail -n 8 --dist loadgroup -p no:cacheprovider -v -rfE "$@" \
+                > "$OUT/test-$name.log" 2>&1
+              echo "pytest exit status $?" >> "$OUT/test-$name.log"; }
+    group 7c-h6 $L7C/tests/test_gpu.py -k "h6 or h7"
+    group 7c-others $L7C/tests/test_gpu.py -k "not h6 and not h7"
+    group 7c-3xtf32 $L7C/tests/test_3xtf32.py
+    group 7d $L7D/tests/test_gpu.py -k "wgmma_splitk or hopper_rules or dispatcher or gemm_returns"
+    group 7a-k8 $L7A/tests/test_k8_3xtf32.py $L7A/tests/test_gpu.py -k k8
+    tar -czf "$OUT/tests.tgz" -C "$OUT" $(cd "$OUT" && ls test-*.log) && rm -f "$OUT"/test-*.log;;
+  bench)
+    run() { local name=$1; shift; timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/bench-$name.log" 2>&1
+            echo "exit status $?" >> "$OUT/bench-$name.log"; }
+    run 7c-fp16 -C $L7C bench LADDER=fp16 SIZES=2048,4096,8192
+    run 7c-3xtf32 -C $L7C bench LADDER=3xtf32 SIZES=4096,8192
+    run 7a-3xtf32 -C $L7A bench LADDER=3xtf32 SIZES=4096,8192
+    run 7d -C $L7D bench SHAPES=split-k,small-k
+    tar -czf "$OUT/records.tgz" $(find $L7A/results $L7C/results $L7D/results -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
+  sanitize)
+    run() { local name=$1; shift; timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/sanitize-$name.log" 2>&1
+            echo "exit status $?" >> "$OUT/sanitize-$name.log"; }
+    run 7c -C $L7C sanitize KERNELS=h6,h6_tf32,h4_3xtf32,h7
+    run 7d -C $L7D sanitize KERNELS=wgmma_splitk,h6
+    run 7a -C $L7A sanitize KERNELS=k8
+    tar -czf "$OUT/sanitize.tgz" $(find $L7A/reports/sanitize $L7C/reports/sanitize $L7D/reports/sanitize \
+                                   -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
+esac
+exit 0
