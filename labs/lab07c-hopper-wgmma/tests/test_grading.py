@@ -397,7 +397,7 @@ def test_the_tma_hooks_launch_the_cubin_of_the_function_they_are_given(monkeypat
     monkeypatch.setattr(launch, "_fp16_steps", lambda k, cubin, *a, **kw: [lambda: ran.append(Path(cubin).name)])
     monkeypatch.setattr(launch, "_sm_count", lambda: 132)
     monkeypatch.setattr(launch, "clusters_that_fit", lambda k, cubin=None: 66)
-    monkeypatch.setattr(launch, "_scratch", lambda purpose, nbytes, zero=False: 4096)     # h7's workspace
+    monkeypatch.setattr(launch, "_scratch", lambda purpose, nbytes, fill=None: 4096)     # h7's workspace
     launch._PREPARED.clear()
     hooks = (("h2", launch.tma_grid), ("h4", launch.tma_persistent), ("h5", launch.tma_clusters),
              ("h6", launch.tma_persistent_store), ("h7", launch.tma_stream_k))

@@ -67,7 +67,7 @@ def faked(monkeypatch):
     monkeypatch.setattr(launch, "function", lambda *a, **kw: "f")
     monkeypatch.setattr(launch, "cubin_for", lambda kernel, func=None: Path("h6.cubin"))
     monkeypatch.setattr(launch, "_sm_count", lambda: 132)
-    monkeypatch.setattr(launch, "_scratch", lambda purpose, nbytes: log.append(("scratch", purpose, nbytes)) or 4096)
+    monkeypatch.setattr(launch, "_scratch", lambda purpose, nbytes, fill=None: log.append(("scratch", purpose, nbytes, fill)) or 4096)
     monkeypatch.setattr(launch, "_map", lambda ptr, dtype, rows, cols, box_rows, box_cols, pitch:
                         ("map", ptr, dtype, rows, cols, box_rows, box_cols, pitch))
     monkeypatch.setattr(launch, "_copy_step", lambda *a: (lambda: log.append(("copy",) + a[:-1])))
@@ -95,7 +95,7 @@ def test_h6s_hook_stores_through_a_padded_c_when_n_is_not_a_multiple_of_4(faked,
     M, pitch = 300, (N + 3) // 4 * 4
     launch.tma_persistent_store(H6, None, M, N, 64, 0x1000, 0x2000, 0x3000, 1.0, 0.0, None)
     scratch = [e for e in log if e[0] == "scratch"]
-    assert ("scratch", "C padded", M * pitch * 4) in scratch
+    assert ("scratch", "C padded", M * pitch * 4, 0xFF) in scratch     # poisoned: a missed store reads NaN
     steps = [e for e in log if e[0] != "scratch"]
     assert steps[-2][0] == "launch" and steps[-2][2] == ("map", 4096, "float32", M, N, ROWS, COLS, pitch)
     assert steps[-1] == ("copy", 0x3000, N * 4, 4096, pitch * 4, N * 4, M)   # dst, pitch, src, pitch, width, rows

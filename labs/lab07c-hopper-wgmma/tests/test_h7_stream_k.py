@@ -252,8 +252,8 @@ def faked(monkeypatch):
     monkeypatch.setattr(launch, "function", lambda *a, **kw: "f")
     monkeypatch.setattr(launch, "cubin_for", lambda kernel, func=None: Path("h7.cubin"))
     monkeypatch.setattr(launch, "_sm_count", lambda: SMS)
-    monkeypatch.setattr(launch, "_scratch", lambda purpose, nbytes, zero=False:
-                        log.append(("scratch", purpose, nbytes, zero)) or 0x100000)
+    monkeypatch.setattr(launch, "_scratch", lambda purpose, nbytes, fill=None:
+                        log.append(("scratch", purpose, nbytes, fill)) or 0x100000)
     monkeypatch.setattr(launch, "_map", lambda ptr, dtype, rows, cols, box_rows, box_cols, pitch:
                         ("map", ptr, dtype, rows, cols, box_rows, box_cols, pitch))
     monkeypatch.setattr(launch, "_copy_step", lambda *a: (lambda: log.append(("copy",) + a[:-1])))
@@ -278,7 +278,7 @@ def test_h7s_hook_passes_the_plan_the_workspace_and_a_new_epoch(faked):
         launch.tma_stream_k(H7, None, 4096, 4096, 4096, 0x1000, 0x2000, 0x3000, 1.0, 0.0, None)
     flags = math.ceil(CONSUMERS * SMS * 4 / 256) * 256
     size = flags + SMS * BM * BN * 4
-    assert [e for e in log if e[0] == "scratch"] == [("scratch", "stream-K workspace", size, True)]
+    assert [e for e in log if e[0] == "scratch"] == [("scratch", "stream-K workspace", size, 0)]
     assert launch.stream_k_workspace_bytes(H7, SMS) == (size, flags)
     assert launches(log) == [("launch", (132,), [396, 0x100000, 0x100000 + flags, e]) for e in (1, 2, 3)]
 
