@@ -4,6 +4,8 @@
 #   PHASE=tests  their GPU tests, one pytest per family cut at GROUP_S seconds (default 100): tests.tgz
 #                (a log per family), failures.txt, durations.tsv
 #   PHASE=bench  their benchmarks, each cut at BENCH_S seconds (default 150): bench-*.log, records.tgz
+#   PHASE=ncu    ncu-tensor on lab 7c's h4, h6, h7 and h6_tf32 beside cuBLAS (the tensor pipe, the stalls:
+#                what stands between h6 and 105 % of cuBLAS), cut at BENCH_S: ncu-*.log, ncu.tgz
 #   PHASE=sanitize  compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on each new kernel, each lab
 #                cut at BENCH_S seconds: sanitize-*.log, sanitize.tgz (the labs' reports/sanitize/)
 set -u
@@ -30,10 +32,15 @@ case "${PHASE:-tests}" in
     run() { local name=$1; shift; timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/bench-$name.log" 2>&1
             echo "exit status $?" >> "$OUT/bench-$name.log"; }
     run 7c-fp16 -C $L7C bench LADDER=fp16 SIZES=2048,4096,8192
+    run 7c-tf32 -C $L7C bench LADDER=tf32 SIZES=2048,4096,8192        # h6_tf32 (not timed in the first run)
     run 7c-3xtf32 -C $L7C bench LADDER=3xtf32 SIZES=4096,8192
     run 7a-3xtf32 -C $L7A bench LADDER=3xtf32 SIZES=4096,8192
     run 7d -C $L7D bench SHAPES=split-k,small-k
     tar -czf "$OUT/records.tgz" $(find $L7A/results $L7C/results $L7D/results -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
+  ncu)
+    timeout "${BENCH_S:-150}" make -C $L7C ncu-tensor KERNELS=h4,h6,h7,h4_tf32,h6_tf32 PYTHON=python3 > "$OUT/ncu-7c.log" 2>&1
+    echo "exit status $?" >> "$OUT/ncu-7c.log"
+    tar -czf "$OUT/ncu.tgz" $(find $L7C/reports $L7C/results -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
   sanitize)
     run() { local name=$1; shift; timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/sanitize-$name.log" 2>&1
             echo "exit status $?" >> "$OUT/sanitize-$name.log"; }
