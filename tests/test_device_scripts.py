@@ -44,7 +44,7 @@ def test_the_shell_scripts_parse(script):
 
 
 def test_snapshot_without_a_snapshot_tests_the_tree_itself_and_makes_out(tmp_path):
-    """snapshot.sh, sourced: no gpu-snapshot.tar beside the project, so the scripts run in the copied tree
+    """snapshot.sh, sourced: no gpu-snapshot.tar.gz beside the project, so the scripts run in the copied tree
     itself, and $OUT (default <project>/device-out) exists. (With a snapshot it unpacks into /tmp/course:
     a path of the lent machine, not exercised here.)"""
     project = tmp_path / "project"
@@ -58,16 +58,16 @@ def test_snapshot_without_a_snapshot_tests_the_tree_itself_and_makes_out(tmp_pat
     assert Path(where) == project.resolve() and Path(out) == project.resolve() / "device-out" and Path(out).is_dir()
 
 
-@pytest.mark.parametrize("snapshot, tar, pack", [(None, "gpu-snapshot.tar", ".prebuilt"),
-                                                  ("gpu-next", "gpu-next.tar", ".prebuilt-gpu-next")])
+@pytest.mark.parametrize("snapshot, tar, pack", [(None, "gpu-snapshot.tar.gz", ".prebuilt"),
+                                                  ("gpu-next", "gpu-next.tar.gz", ".prebuilt-gpu-next")])
 def test_a_named_snapshot_has_its_own_tar_and_prebuilt_pack(tmp_path, snapshot, tar, pack):
-    """Two commits prepared here (main and a branch) travel side by side: SNAPSHOT=name picks name.tar and
-    .prebuilt-name/, the default is gpu-snapshot.tar with .prebuilt/."""
+    """Two commits prepared here (main and a branch) travel side by side: SNAPSHOT=name picks name.tar.gz
+    and .prebuilt-name/, the default is gpu-snapshot.tar.gz with .prebuilt/."""
     env = {"PATH": "/usr/bin:/bin", **({"SNAPSHOT": snapshot} if snapshot else {})}
-    r = subprocess.run(["bash", "-c", f"here={tmp_path}; source {DEVICE / 'names.sh'}; echo $snap.tar $pre"],
+    r = subprocess.run(["bash", "-c", f"here={tmp_path}; source {DEVICE / 'names.sh'}; echo $tarball $pre"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == [tar, str(tmp_path / pack)]
+    assert r.stdout.split() == [str(tmp_path / tar), str(tmp_path / pack)]
 
 
 @pytest.mark.parametrize("bad", ["../x", "a b", "x/y"])
