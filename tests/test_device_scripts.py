@@ -93,3 +93,20 @@ def test_chain_runs_each_step_in_its_own_out_packs_them_and_skips_what_time_does
     assert "./2/step.log" in names and "./3/b.txt" not in names
     assert "step 1: exit status 0" in chain and "step 2: exit status 3" in chain
     assert "step 3 skipped" in chain, chain
+
+
+def test_a_chain_run_inside_a_chains_step_leaves_the_outer_steps_files_alone(tmp_path):
+    # make test runs the test above inside a device call's chain.sh step: a steps folder shared by the
+    # two runs was emptied under the outer step, and its test log was lost (2026-12-05)
+    import tarfile
+    out = tmp_path / "out"
+    out.mkdir()
+    inner = f"mkdir -p {tmp_path}/inner && OUT={tmp_path}/inner bash {DEVICE / 'chain.sh'} 20 'echo inner > $OUT/i.txt'"
+    step = f"echo before > $OUT/log.txt; {inner} > /dev/null; echo after >> $OUT/log.txt"
+    r = subprocess.run(["bash", str(DEVICE / "chain.sh"), "30", step], capture_output=True, text=True,
+                       env={**os.environ, "OUT": str(out), "MIN_S": "2"}, timeout=60)
+    assert r.returncode == 0, r.stderr
+    with tarfile.open(out / "steps.tgz") as t:
+        assert t.extractfile("./1/log.txt").read() == b"before\nafter\n"
+    with tarfile.open(tmp_path / "inner" / "steps.tgz") as t:
+        assert t.extractfile("./1/i.txt").read() == b"inner\n"
