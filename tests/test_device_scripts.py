@@ -110,3 +110,25 @@ def test_a_chain_run_inside_a_chains_step_leaves_the_outer_steps_files_alone(tmp
         assert t.extractfile("./1/log.txt").read() == b"before\nafter\n"
     with tarfile.open(tmp_path / "inner" / "steps.tgz") as t:
         assert t.extractfile("./1/i.txt").read() == b"inner\n"
+
+
+@pytest.mark.parametrize("dist, expected", [(None, "loadfile"), ("load", "load")])
+def test_make_test_hands_pytest_the_dist_mode_loadfile_unless_told(tmp_path, dist, expected):
+    """DIST=load spreads a file's tests over the workers (the notebooks ran one after another on one
+    worker, 2026-12-05); make, nvidia-smi and python3 are stand-ins that record their arguments."""
+    project = tmp_path / "project"
+    (project / "scripts" / "device").mkdir(parents=True)
+    (project / "labs" / "lab").mkdir(parents=True)
+    for name in ("make-test.sh", "snapshot.sh", "names.sh"):
+        (project / "scripts" / "device" / name).write_text((DEVICE / name).read_text())
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for tool in ("make", "nvidia-smi", "python3"):
+        (bin_ / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {tmp_path}/calls.txt\n')
+        (bin_ / tool).chmod(0o755)
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "OUT": str(tmp_path / "out"), **({"DIST": dist} if dist else {})}
+    r = subprocess.run(["bash", "scripts/device/make-test.sh", "tests/x.py"], cwd=project, capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    pytest_call = [l for l in (tmp_path / "calls.txt").read_text().splitlines() if l.startswith("python3 -m pytest")]
+    assert len(pytest_call) == 1 and f"--dist {expected} " in pytest_call[0] and pytest_call[0].endswith("tests/x.py")
