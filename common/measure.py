@@ -127,7 +127,7 @@ class Measurer:
                 chunk = list(enumerate([base] + entries[g:g + group]))     # keyed by position: names may repeat
                 runs, tols = {}, {}
                 for i, e in chunk:
-                    if progress:
+                    if progress and (i or not g):      # cuBLAS again for a later group: not a new row
                         progress(e.get("label", e["name"]))
                     c = cs[i] = cuda.mem_alloc(M * N * 4)
                     cuda.memset_d32(c, checking.NAN_BITS, M * N)

@@ -119,3 +119,31 @@ def test_the_bench_samples_the_clock_while_timing_not_while_it_computes_the_refe
     monkeypatch.setattr(measure, "cublas_unavailable", lambda prec, blas: asked.append(prec.name) or "no emulation here")
     assert m.baseline_unavailable("fp32_bf16x9") == m.baseline_unavailable("fp32_bf16x9") == "no emulation here"
     assert asked == ["fp32_bf16x9"]
+
+
+def test_the_progress_counts_cublas_once_when_rows_are_timed_in_groups(monkeypatch):
+    """make tune times its configurations in groups, each with cuBLAS again for its ratios: the progress
+    line counted each repeat as a new row and ran past its total ([34/33] on the H100, 2026-12-05)."""
+    import sys
+    import numpy as np
+    from common import measure, timing
+    from common.grading import simgpu
+    from common.precision import precision
+    for name in [m for m in sys.modules if m == "pycuda" or m.startswith("pycuda.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(simgpu.PATH))
+    monkeypatch.setattr(measure.checking, "reference", lambda A, B: (A @ B, np.abs(A) @ np.abs(B)))
+    monkeypatch.setattr(timing, "time_interleaved",
+                        lambda runs, flusher, budget_s=1.0: {i: timing.Timing([1.0, 1.0, 1.0]) for i in runs})
+
+    class Blas:
+        def sgemm(self, M, N, K, a, b, c):
+            pass
+    m = measure.Measurer.__new__(measure.Measurer)
+    m.lab, m.facts, m.blas, m.flusher, m.rng = None, {"pci_bus_id": None}, Blas(), None, np.random.default_rng(1)
+    fp32 = precision("fp32")
+    entries = [{"name": f"row{i}", "kernel": None, "variant": "", "precision": fp32} for i in range(5)]
+    seen = []
+    rows = m.measure(fp32, entries, 8, 8, 8, progress=seen.append, group=2)
+    assert seen == ["cuBLAS", "row0", "row1", "row2", "row3", "row4"]       # 1 + 5: what the caller's total says
+    assert [e["name"] for e, *_ in rows] == ["cuBLAS", "row0", "row1", "row2", "row3", "row4"]

@@ -44,7 +44,7 @@ def test_the_shell_scripts_parse(script):
 
 
 def test_snapshot_without_a_snapshot_tests_the_tree_itself_and_makes_out(tmp_path):
-    """snapshot.sh, sourced: no gpu-snapshot.tar beside the project, so the scripts run in the copied tree
+    """snapshot.sh, sourced: no gpu-snapshot.tar.gz beside the project, so the scripts run in the copied tree
     itself, and $OUT (default <project>/device-out) exists. (With a snapshot it unpacks into /tmp/course:
     a path of the lent machine, not exercised here.)"""
     project = tmp_path / "project"
@@ -97,16 +97,16 @@ if [ "$3" = sanitize ]; then echo '{{}}' > "$2/reports/sanitize/sanitize_sm_90_n
     assert packed == sorted(f"labs/{lab}/reports/sanitize/sanitize_sm_90_new.json" for lab in labs)
 
 
-@pytest.mark.parametrize("snapshot, tar, pack", [(None, "gpu-snapshot.tar", ".prebuilt"),
-                                                  ("gpu-next", "gpu-next.tar", ".prebuilt-gpu-next")])
+@pytest.mark.parametrize("snapshot, tar, pack", [(None, "gpu-snapshot.tar.gz", ".prebuilt"),
+                                                  ("gpu-next", "gpu-next.tar.gz", ".prebuilt-gpu-next")])
 def test_a_named_snapshot_has_its_own_tar_and_prebuilt_pack(tmp_path, snapshot, tar, pack):
-    """Two commits prepared here (main and a branch) travel side by side: SNAPSHOT=name picks name.tar and
-    .prebuilt-name/, the default is gpu-snapshot.tar with .prebuilt/."""
+    """Two commits prepared here (main and a branch) travel side by side: SNAPSHOT=name picks name.tar.gz
+    and .prebuilt-name/, the default is gpu-snapshot.tar.gz with .prebuilt/."""
     env = {"PATH": "/usr/bin:/bin", **({"SNAPSHOT": snapshot} if snapshot else {})}
-    r = subprocess.run(["bash", "-c", f"here={tmp_path}; source {DEVICE / 'names.sh'}; echo $snap.tar $pre"],
+    r = subprocess.run(["bash", "-c", f"here={tmp_path}; source {DEVICE / 'names.sh'}; echo $tarball $pre"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == [tar, str(tmp_path / pack)]
+    assert r.stdout.split() == [str(tmp_path / tar), str(tmp_path / pack)]
 
 
 @pytest.mark.parametrize("bad", ["../x", "a b", "x/y"])
@@ -132,3 +132,42 @@ def test_chain_runs_each_step_in_its_own_out_packs_them_and_skips_what_time_does
     assert "./2/step.log" in names and "./3/b.txt" not in names
     assert "step 1: exit status 0" in chain and "step 2: exit status 3" in chain
     assert "step 3 skipped" in chain, chain
+
+
+def test_a_chain_run_inside_a_chains_step_leaves_the_outer_steps_files_alone(tmp_path):
+    # make test runs the test above inside a device call's chain.sh step: a steps folder shared by the
+    # two runs was emptied under the outer step, and its test log was lost (2026-12-05)
+    import tarfile
+    out = tmp_path / "out"
+    out.mkdir()
+    inner = f"mkdir -p {tmp_path}/inner && OUT={tmp_path}/inner bash {DEVICE / 'chain.sh'} 20 'echo inner > $OUT/i.txt'"
+    step = f"echo before > $OUT/log.txt; {inner} > /dev/null; echo after >> $OUT/log.txt"
+    r = subprocess.run(["bash", str(DEVICE / "chain.sh"), "30", step], capture_output=True, text=True,
+                       env={**os.environ, "OUT": str(out), "MIN_S": "2"}, timeout=60)
+    assert r.returncode == 0, r.stderr
+    with tarfile.open(out / "steps.tgz") as t:
+        assert t.extractfile("./1/log.txt").read() == b"before\nafter\n"
+    with tarfile.open(tmp_path / "inner" / "steps.tgz") as t:
+        assert t.extractfile("./1/i.txt").read() == b"inner\n"
+
+
+@pytest.mark.parametrize("dist, expected", [(None, "loadfile"), ("load", "load")])
+def test_make_test_hands_pytest_the_dist_mode_loadfile_unless_told(tmp_path, dist, expected):
+    """DIST=load spreads a file's tests over the workers (the notebooks ran one after another on one
+    worker, 2026-12-05); make, nvidia-smi and python3 are stand-ins that record their arguments."""
+    project = tmp_path / "project"
+    (project / "scripts" / "device").mkdir(parents=True)
+    (project / "labs" / "lab").mkdir(parents=True)
+    for name in ("make-test.sh", "snapshot.sh", "names.sh"):
+        (project / "scripts" / "device" / name).write_text((DEVICE / name).read_text())
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for tool in ("make", "nvidia-smi", "python3"):
+        (bin_ / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {tmp_path}/calls.txt\n')
+        (bin_ / tool).chmod(0o755)
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "OUT": str(tmp_path / "out"), **({"DIST": dist} if dist else {})}
+    r = subprocess.run(["bash", "scripts/device/make-test.sh", "tests/x.py"], cwd=project, capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    pytest_call = [l for l in (tmp_path / "calls.txt").read_text().splitlines() if l.startswith("python3 -m pytest")]
+    assert len(pytest_call) == 1 and f"--dist {expected} " in pytest_call[0] and pytest_call[0].endswith("tests/x.py")

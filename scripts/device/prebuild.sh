@@ -17,12 +17,12 @@
 # commit); run with carry [".whl", ".prebuilt"]. Two cores: about 15 minutes.
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
-source "$(dirname "$0")/names.sh"             # $snap and $pre: which snapshot, which prebuilt pack
-[ -f "$here/$snap.tar" ] || { echo "prebuild: no $snap.tar here (scripts/device/README.md says how to make it)" >&2; exit 2; }
+source "$(dirname "$0")/names.sh"             # $snap, $tarball, $pre: which snapshot, which prebuilt pack
+[ -f "$tarball" ] || { echo "prebuild: no $snap.tar.gz here (scripts/device/README.md says how to make it)" >&2; exit 2; }
 python=${PYTHON:-$here/.venv/bin/python}
 wheel=$(ls "$here"/.whl/nvidia_cutlass-*.whl 2>/dev/null | head -1)
 [ -n "$wheel" ] || { echo "prebuild: no nvidia_cutlass wheel in .whl/ (run ../shared/gpu/prepare)" >&2; exit 2; }
-rm -rf /tmp/course && mkdir -p /tmp/course && tar -xf "$here/$snap.tar" -C /tmp/course
+rm -rf /tmp/course && mkdir -p /tmp/course && tar -xf "$tarball" -C /tmp/course
 # CuTe's headers at the path the device's gpu-env.sh installs them (-I and -lineinfo name it)
 mkdir -p /tmp/site && unzip -qo "$wheel" 'cutlass_library/source/include/*' -d /tmp/site
 export CUTLASS_INCLUDE=/tmp/site/cutlass_library/source/include

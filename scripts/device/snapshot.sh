@@ -1,14 +1,14 @@
 # Sourced by the scripts here: sets $OUT (created) and moves into the tree to test. With
-# gpu-snapshot.tar beside the project (README.md says how to make it; SNAPSHOT=name: name.tar, names.sh)
+# gpu-snapshot.tar.gz beside the project (README.md says how to make it; SNAPSHOT=name: name.tar.gz, names.sh)
 # that is the snapshot's commit, unpacked in /tmp/course with .whl/ copied beside it (and the kernels of
 # its prebuilt pack, prebuild.sh), and COURSE_COMMIT names it for the records; without one, the copied
 # working tree itself. Every nvcc run is logged to $OUT/nvcc.jsonl (COURSE_NVCC_LOG): what the call
 # compiled, and what it cost.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=${OUT:-$here/device-out}; mkdir -p "$OUT"
-source "$(dirname "${BASH_SOURCE[0]}")/names.sh"    # $snap and $pre: which snapshot, which prebuilt pack
-if [ -f "$here/$snap.tar" ]; then
-  rm -rf /tmp/course && mkdir -p /tmp/course && tar -xf "$here/$snap.tar" -C /tmp/course
+source "$(dirname "${BASH_SOURCE[0]}")/names.sh"    # $snap, $tarball, $pre: which snapshot, which prebuilt pack
+if [ -f "$tarball" ]; then
+  rm -rf /tmp/course && mkdir -p /tmp/course && tar -xf "$tarball" -C /tmp/course
   cp -r "$here/.whl" /tmp/course/.whl 2>/dev/null
   export COURSE_COMMIT=$(cat "$here/$snap.sha"); cd /tmp/course
   # the kernels prebuild.sh built here for this GPU (carried as .prebuilt/): make build keeps each one
