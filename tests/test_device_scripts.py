@@ -173,24 +173,32 @@ def test_make_test_hands_pytest_the_dist_mode_loadfile_unless_told(tmp_path, dis
     assert len(pytest_call) == 1 and f"--dist {expected} " in pytest_call[0] and pytest_call[0].endswith("tests/x.py")
 
 
-def test_new_kernels_ncu_phase_profiles_lab_7cs_tensor_rows_and_packs_what_it_wrote(tmp_path):
-    """PHASE=ncu of new-kernels.sh: one `make ncu-tensor` on lab 7c's h4, h6, h7, h4_tf32 and h6_tf32, its
-    log with make's exit status, and the reports it wrote (only those) in $OUT/ncu.tgz."""
+@pytest.mark.parametrize("phase, target, made, logs, pack", [
+    ("ncu", "ncu-tensor", ["-C labs/lab07c-hopper-wgmma ncu-tensor KERNELS=h4,h6,h7,h4_tf32,h6_tf32 PYTHON=python3"],
+     ["ncu-7c.log"], "ncu.tgz"),
+    ("accuracy", "accuracy", ["-C labs/lab07c-hopper-wgmma accuracy PYTHON=python3",
+                              "-C labs/lab07a-tf32-tensor-cores accuracy PYTHON=python3"],
+     ["accuracy-7c.log", "accuracy-7a.log"], "accuracy.tgz")])
+def test_new_kernels_ncu_and_accuracy_phases_run_their_target_and_pack_what_it_wrote(tmp_path, phase, target, made,
+                                                                                     logs, pack):
+    """PHASE=ncu of new-kernels.sh: one `make ncu-tensor` on lab 7c's h4, h6, h7, h4_tf32 and h6_tf32;
+    PHASE=accuracy: `make accuracy` in labs 7c and 7a. A log each with make's exit status, and what the
+    targets wrote (only that) packed under $OUT."""
     import tarfile
     project = tmp_path / "project"
     (project / "scripts" / "device").mkdir(parents=True)
     for name in ("new-kernels.sh", "snapshot.sh", "names.sh"):
         (project / "scripts" / "device" / name).write_text((DEVICE / name).read_text())
-    lab = project / "labs" / "lab07c-hopper-wgmma"
-    for d in ("reports", "results"):
-        (lab / d).mkdir(parents=True)
-    (lab / "reports" / "old.json").write_text("{}")                 # from before the run: not packed
+    for name in ("lab07c-hopper-wgmma", "lab07a-tf32-tensor-cores"):
+        for d in ("reports", "results"):
+            (project / "labs" / name / d).mkdir(parents=True)
+        (project / "labs" / name / "results" / "old.json").write_text("{}")   # from before the run: not packed
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     calls = tmp_path / "calls.txt"
     (bin_ / "make").write_text(f"""#!/bin/bash
 echo "$*" >> {calls}
-if [ "$3" = ncu-tensor ]; then sleep 1; echo '{{}}' > "$2/reports/ncu-tensor_sm_90.json"; fi
+if [ "$3" = {target} ]; then echo '{{}}' > "$2/results/{target}_new.json"; fi
 """)
     (bin_ / "nvidia-smi").write_text("#!/bin/bash\necho 'name, clocks.sm'\n")
     for f in bin_.iterdir():
@@ -199,10 +207,10 @@ if [ "$3" = ncu-tensor ]; then sleep 1; echo '{{}}' > "$2/reports/ncu-tensor_sm_
     time.sleep(1)                                                    # old.json older than the run's gpu.txt
     out = tmp_path / "out"
     r = subprocess.run(["bash", "scripts/device/new-kernels.sh"], cwd=project, capture_output=True, text=True,
-                       env={"PATH": f"{bin_}:/usr/bin:/bin", "OUT": str(out), "PHASE": "ncu"})
+                       env={"PATH": f"{bin_}:/usr/bin:/bin", "OUT": str(out), "PHASE": phase})
     assert r.returncode == 0, r.stderr
-    ncu = [line for line in calls.read_text().splitlines() if " ncu-tensor " in line]
-    assert ncu == ["-C labs/lab07c-hopper-wgmma ncu-tensor KERNELS=h4,h6,h7,h4_tf32,h6_tf32 PYTHON=python3"]
-    assert (out / "ncu-7c.log").read_text().strip().endswith("exit status 0")
-    with tarfile.open(out / "ncu.tgz") as t:
-        assert t.getnames() == ["labs/lab07c-hopper-wgmma/reports/ncu-tensor_sm_90.json"]
+    assert [line for line in calls.read_text().splitlines() if f" {target} " in line] == made
+    for log in logs:
+        assert (out / log).read_text().strip().endswith("exit status 0")
+    with tarfile.open(out / pack) as t:
+        assert sorted(t.getnames()) == sorted(f"{line.split()[1]}/results/{target}_new.json" for line in made)

@@ -6,6 +6,9 @@
 #   PHASE=bench  their benchmarks, each cut at BENCH_S seconds (default 150): bench-*.log, records.tgz
 #   PHASE=ncu    ncu-tensor on lab 7c's h4, h6, h7 and h6_tf32 beside cuBLAS (the tensor pipe, the stalls:
 #                what stands between h6 and 105 % of cuBLAS), cut at BENCH_S: ncu-*.log, ncu.tgz
+#   PHASE=accuracy  make accuracy in labs 7c and 7a (error vs K, K = 256..65536, both input
+#                distributions, beside cuBLAS SGEMM, TF32 and the three-call composition: issue 44's
+#                study and plot), cut at BENCH_S each: accuracy-*.log, accuracy.tgz (the records and charts)
 #   PHASE=sanitize  compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on each new kernel, each lab
 #                cut at BENCH_S seconds: sanitize-*.log, sanitize.tgz (the labs' reports/sanitize/)
 set -u
@@ -37,6 +40,12 @@ case "${PHASE:-tests}" in
     run 7a-3xtf32 -C $L7A bench LADDER=3xtf32 SIZES=4096,8192
     run 7d -C $L7D bench SHAPES=split-k,small-k
     tar -czf "$OUT/records.tgz" $(find $L7A/results $L7C/results $L7D/results -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
+  accuracy)
+    run() { local name=$1; shift; timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/accuracy-$name.log" 2>&1
+            echo "exit status $?" >> "$OUT/accuracy-$name.log"; }
+    run 7c -C $L7C accuracy
+    run 7a -C $L7A accuracy
+    tar -czf "$OUT/accuracy.tgz" $(find $L7A/results $L7C/results -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
   ncu)
     timeout "${BENCH_S:-150}" make -C $L7C ncu-tensor KERNELS=h4,h6,h7,h4_tf32,h6_tf32 PYTHON=python3 > "$OUT/ncu-7c.log" 2>&1
     echo "exit status $?" >> "$OUT/ncu-7c.log"
