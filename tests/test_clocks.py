@@ -4,6 +4,8 @@ import os
 import stat
 import time
 
+import pytest
+
 from common import clocks, records
 
 
@@ -66,20 +68,33 @@ def test_the_ladder_table_ends_with_the_clock_of_each_size_when_the_record_has_i
     assert records.clock_line(record, "fp16") == ""          # an older record: no line
 
 
-def test_the_bench_samples_the_clock_while_timing_not_while_it_computes_the_reference(monkeypatch):
+
+@pytest.fixture
+def simulated_pycuda(monkeypatch):
+    """common/grading/simgpu's pycuda in this process for one test, and gone after it: left in
+    sys.modules, it made later tests in the same worker find a "GPU" (lab 7's test that matmul without a
+    GPU says one is needed failed after these tests)."""
+    import sys
+    from common.grading import simgpu
+
+    def ours():
+        return [m for m in sys.modules if m == "pycuda" or m.startswith("pycuda.")]
+    for name in ours():
+        monkeypatch.delitem(sys.modules, name)          # a real pycuda comes back when monkeypatch undoes
+    monkeypatch.syspath_prepend(str(simgpu.PATH))
+    yield
+    for name in ours():
+        del sys.modules[name]
+
+def test_the_bench_samples_the_clock_while_timing_not_while_it_computes_the_reference(monkeypatch, simulated_pycuda):
     """Measurer.measure on the simulated GPU (common/grading/simgpu's pycuda, in this process). The float64
     reference is computed while the GPU idles at its top clock: a sampler around the whole call would
     mix those samples in. The fake clock ticks 1980 MHz during the reference and 1650 MHz during the
     timing loop; the samples the bench keeps must be the timing's alone. And an optional baseline this
     cuBLAS lacks is asked about once per run and said once, not once per size."""
-    import sys
     import numpy as np
     from common import measure, timing
-    from common.grading import simgpu
     from common.precision import precision
-    for name in [m for m in sys.modules if m == "pycuda" or m.startswith("pycuda.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.syspath_prepend(str(simgpu.PATH))
     ticks = []                             # the GPU's clock over time, one sample per tick
 
     class Sampler:                         # keeps the ticks between its start and its stop
@@ -121,17 +136,12 @@ def test_the_bench_samples_the_clock_while_timing_not_while_it_computes_the_refe
     assert asked == ["fp32_bf16x9"]
 
 
-def test_the_progress_counts_cublas_once_when_rows_are_timed_in_groups(monkeypatch):
+def test_the_progress_counts_cublas_once_when_rows_are_timed_in_groups(monkeypatch, simulated_pycuda):
     """make tune times its configurations in groups, each with cuBLAS again for its ratios: the progress
     line counted each repeat as a new row and ran past its total ([34/33] on the H100, 2026-12-05)."""
-    import sys
     import numpy as np
     from common import measure, timing
-    from common.grading import simgpu
     from common.precision import precision
-    for name in [m for m in sys.modules if m == "pycuda" or m.startswith("pycuda.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.syspath_prepend(str(simgpu.PATH))
     monkeypatch.setattr(measure.checking, "reference", lambda A, B: (A @ B, np.abs(A) @ np.abs(B)))
     monkeypatch.setattr(timing, "time_interleaved",
                         lambda runs, flusher, budget_s=1.0: {i: timing.Timing([1.0, 1.0, 1.0]) for i in runs})
