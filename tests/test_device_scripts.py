@@ -77,7 +77,7 @@ def test_new_kernels_sanitize_phase_runs_each_labs_new_kernels_and_packs_their_r
     calls = tmp_path / "calls.txt"
     (bin_ / "make").write_text(f"""#!/bin/bash
 echo "$*" >> {calls}
-if [ "$3" = sanitize ]; then echo '{{}}' > "$2/reports/sanitize/sanitize_sm_90_new.json"; fi
+if [ "$3" = sanitize ]; then mkdir -p "$2/reports/sanitize"; printf '{{"no_fused": "%s"}}' "$LAB07D_NO_FUSED" > "$2/reports/sanitize/sanitize_sm_90_new.json"; fi
 """)
     (bin_ / "nvidia-smi").write_text("#!/bin/bash\necho 'name, clocks.sm'\n")
     for f in bin_.iterdir():
@@ -88,13 +88,18 @@ if [ "$3" = sanitize ]; then echo '{{}}' > "$2/reports/sanitize/sanitize_sm_90_n
     assert r.returncode == 0, r.stderr
     sanitize = [line for line in calls.read_text().splitlines() if " sanitize " in line]
     assert sanitize == ["-C labs/lab07c-hopper-wgmma sanitize KERNELS=h6,h6_tf32,h4_3xtf32,h7 PYTHON=python3",
+                        "-C labs/lab07d-decode-shapes sanitize KERNELS=wgmma_splitk PYTHON=python3",
                         "-C labs/lab07d-decode-shapes sanitize KERNELS=wgmma_splitk,h6 PYTHON=python3",
                         "-C labs/lab07a-tf32-tensor-cores sanitize KERNELS=k8 PYTHON=python3"]
-    for lab in ("7a", "7c", "7d"):
+    for lab in ("7a", "7c", "7d", "7d-two-launch"):
         assert (out / f"sanitize-{lab}.log").read_text().strip().endswith("exit status 0")
     with tarfile.open(out / "sanitize.tgz") as t:
         packed = sorted(t.getnames())
-    assert packed == sorted(f"labs/{lab}/reports/sanitize/sanitize_sm_90_new.json" for lab in labs)
+        two = t.extractfile("labs/lab07d-decode-shapes/reports/sanitize-two-launch/sanitize_sm_90_new.json").read()
+        fused = t.extractfile("labs/lab07d-decode-shapes/reports/sanitize/sanitize_sm_90_new.json").read()
+    assert packed == sorted([f"labs/{lab}/reports/sanitize/sanitize_sm_90_new.json" for lab in labs]
+                            + ["labs/lab07d-decode-shapes/reports/sanitize-two-launch/sanitize_sm_90_new.json"])
+    assert b'"no_fused": "1"' in two and b'"no_fused": ""' in fused       # the two-launch form, then as launched
 
 
 @pytest.mark.parametrize("snapshot, tar, pack", [(None, "gpu-snapshot.tar.gz", ".prebuilt"),

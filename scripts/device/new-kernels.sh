@@ -54,9 +54,13 @@ case "${PHASE:-tests}" in
     run() { local name=$1; shift; timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/sanitize-$name.log" 2>&1
             echo "exit status $?" >> "$OUT/sanitize-$name.log"; }
     run 7c -C $L7C sanitize KERNELS=h6,h6_tf32,h4_3xtf32,h7
+    # wgmma_splitk twice: its two-launch form first (LAB07D_NO_FUSED: racecheck stopped in the fused
+    # entry's grid barrier on the H100, lab 7d's NOTES), its reports kept apart, then both rows as launched
+    LAB07D_NO_FUSED=1 run 7d-two-launch -C $L7D sanitize KERNELS=wgmma_splitk
+    rm -rf $L7D/reports/sanitize-two-launch && mv $L7D/reports/sanitize $L7D/reports/sanitize-two-launch
     run 7d -C $L7D sanitize KERNELS=wgmma_splitk,h6
     run 7a -C $L7A sanitize KERNELS=k8
-    tar -czf "$OUT/sanitize.tgz" $(find $L7A/reports/sanitize $L7C/reports/sanitize $L7D/reports/sanitize \
+    tar -czf "$OUT/sanitize.tgz" $(find $L7A/reports/sanitize $L7C/reports/sanitize $L7D/reports/sanitize* \
                                    -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
 esac
 exit 0
