@@ -152,9 +152,11 @@ def test_h7_fixes_up_tiles_on_the_ragged_edges_of_c():
 @pytest.fixture
 def stream_k_forced(monkeypatch):
     """h7 with stream-K on wherever the SMs do not divide the tiles, however few k-iterations a block
-    gets (most blocks nothing at the small shapes: empty ranges the finalizers must step over)."""
+    gets (most blocks nothing at the small shapes: empty ranges the finalizers must step over) and
+    however full the last round."""
     launch = LAB.module("launch")
     monkeypatch.setattr(launch, "MIN_SK_ITERS", 0)
+    monkeypatch.setattr(launch, "SK_TAIL_MAX", 1.0)
     launch._PREPARED.clear()
     yield
     launch._PREPARED.clear()

@@ -225,9 +225,11 @@ def test_the_cases_include_tiles_split_over_three_blocks_and_empty_ranges(schedu
 
 # --- the hook's plan ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("shape,plan", [
-    ((2048, 2048, 2048), (132, 0)),         # 128 tiles < 132 SMs: every tile shared out (31 iterations a block)
-    ((4096, 4096, 4096), (132, 396)),       # 3 full rounds, 116 tiles' 7424 iterations over 132 blocks
-    ((8192, 8192, 8192), (132, 1980)),      # 15 rounds, 68 tiles
+    ((2048, 2048, 2048), (128, 128)),       # 128 tiles: one round of 128, more than half full: off
+    ((4096, 4096, 4096), (132, 512)),       # a last round of 116 of 132: off
+    ((8192, 8192, 8192), (132, 2048)),      # a last round of 68: half full, off
+    ((2304, 4352, 4096), (132, 264)),       # 18 x 17 = 306 tiles: 2 rounds, 42 tiles' 2688 iterations shared
+    ((1024, 1024, 4096), (132, 0)),         # 8 x 4 = 32 tiles, a quarter of a round: every tile shared out
     ((1536, 2816, 4096), (132, 132)),       # 12 x 11 = 132 tiles: one full round, no tail
     ((4096, 4096, 40), (132, 512)),         # K < BK: 116 x 1 iterations, under 4 a block: off
     ((300, 520, 264), (9, 9)),              # 9 tiles x 5 iterations: 0.3 a block: off, h6's grid
@@ -240,8 +242,8 @@ def test_stream_k_is_on_where_each_block_gets_at_least_min_sk_iters(shape, plan)
 
 def test_the_plan_turns_stream_k_off_before_32_bit_arithmetic_overflows():
     launch = LAB.module("launch")
-    assert launch.stream_k_plan(200, 2 ** 26, 132) == (132, 200)     # 68 x 2^26 iterations: off
-    assert launch.stream_k_plan(200, 2 ** 20, 132) == (132, 132)
+    assert launch.stream_k_plan(150, 2 ** 27, 132) == (132, 150)     # 18 x 2^27 iterations: off
+    assert launch.stream_k_plan(150, 2 ** 20, 132) == (132, 132)
 
 
 # --- the hook, with the driver faked ----------------------------------------------------------------
@@ -275,12 +277,12 @@ def launches(log):
 def test_h7s_hook_passes_the_plan_the_workspace_and_a_new_epoch(faked):
     launch, log = faked
     for _ in range(3):
-        launch.tma_stream_k(H7, None, 4096, 4096, 4096, 0x1000, 0x2000, 0x3000, 1.0, 0.0, None)
+        launch.tma_stream_k(H7, None, 2304, 4352, 4096, 0x1000, 0x2000, 0x3000, 1.0, 0.0, None)   # stream-K on
     flags = math.ceil(CONSUMERS * SMS * 4 / 256) * 256
     size = flags + SMS * BM * BN * 4
     assert [e for e in log if e[0] == "scratch"] == [("scratch", "stream-K workspace", size, 0)]
     assert launch.stream_k_workspace_bytes(H7, SMS) == (size, flags)
-    assert launches(log) == [("launch", (132,), [396, 0x100000, 0x100000 + flags, e]) for e in (1, 2, 3)]
+    assert launches(log) == [("launch", (132,), [264, 0x100000, 0x100000 + flags, e]) for e in (1, 2, 3)]
 
 
 def test_h7s_epoch_runs_on_across_shapes_and_never_is_zero(faked):
@@ -288,10 +290,10 @@ def test_h7s_epoch_runs_on_across_shapes_and_never_is_zero(faked):
     another shape never reuses a value whose flags may still be set. After 2^32 - 1 it wraps to 1."""
     launch, log = faked
     launch._EPOCH[0] = 0xFFFFFFFE
-    for shape in [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 4096), (300, 520, 264)]:
+    for shape in [(2304, 4352, 4096), (1024, 1024, 4096), (2304, 4352, 4096), (300, 520, 264)]:
         launch.tma_stream_k(H7, None, *shape, 0x1000, 0x2000, 0x3000, 1.0, 0.0, None)
     got = [(e[1], e[2][0], e[2][-1]) for e in launches(log)]
-    assert got == [((132,), 396, 0xFFFFFFFF), ((132,), 1980, 1), ((132,), 396, 2), ((9,), 9, 3)]
+    assert got == [((132,), 264, 0xFFFFFFFF), ((132,), 0, 1), ((132,), 264, 2), ((9,), 9, 3)]
 
 
 def test_h7s_hook_stores_through_a_padded_c_as_h6s(faked):
