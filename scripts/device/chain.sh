@@ -1,10 +1,10 @@
 #!/bin/bash
 # Several device steps in one call: chain.sh TOTAL_S 'step 1' 'step 2' ... Each step is a shell command
-# run with its own $OUT (<steps>/<n>, in a fresh folder of this run's own) and the seconds left of
-# TOTAL_S as its limit; a step that would
-# start with less than MIN_S (default 60) seconds left is skipped, and said so. At the end every step's
-# files are packed into $OUT/steps.tgz (a call brings back 8 files at most), with chain.txt saying what
-# ran, its exit status and its seconds. Keep TOTAL_S some 30 s under the call's limit.
+# run with its own $OUT (<steps>/<n>, <steps> a fresh folder of this run's own) and the seconds left of
+# TOTAL_S as its limit; a step that would start with less than MIN_S (default 60) seconds left is
+# skipped, and said so. At the end every step's files are packed into $OUT/steps.tgz (a call brings
+# back 8 files at most), with chain.txt saying what ran, its exit status and its seconds. Keep TOTAL_S
+# some 30 s under the call's limit: a call cut by its limit brings back nothing of the steps.
 #   source .whl/gpu-env.sh && scripts/device/chain.sh 560 'PART=3 INNER=300 scripts/device/make-test.sh' \
 #       'PER_LAB=120 scripts/device/grade-class.sh lab07 lab07a'
 set -u
