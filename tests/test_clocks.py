@@ -68,7 +68,6 @@ def test_the_ladder_table_ends_with_the_clock_of_each_size_when_the_record_has_i
     assert records.clock_line(record, "fp16") == ""          # an older record: no line
 
 
-
 @pytest.fixture
 def simulated_pycuda(monkeypatch):
     """common/grading/simgpu's pycuda in this process for one test, and gone after it: left in
@@ -85,6 +84,20 @@ def simulated_pycuda(monkeypatch):
     yield
     for name in ours():
         del sys.modules[name]
+
+
+def bare_measurer():
+    """A Measurer without a lab or a GPU's facts, its cuBLAS SGEMM a no-op (the tests fake the timing)."""
+    import numpy as np
+    from common import measure
+
+    class Blas:
+        def sgemm(self, M, N, K, a, b, c):
+            pass
+    m = measure.Measurer.__new__(measure.Measurer)
+    m.lab, m.facts, m.blas, m.flusher, m.rng = None, {"pci_bus_id": None}, Blas(), None, np.random.default_rng(1)
+    return m
+
 
 def test_the_bench_samples_the_clock_while_timing_not_while_it_computes_the_reference(monkeypatch, simulated_pycuda):
     """Measurer.measure on the simulated GPU (common/grading/simgpu's pycuda, in this process). The float64
@@ -121,12 +134,7 @@ def test_the_bench_samples_the_clock_while_timing_not_while_it_computes_the_refe
         return {i: timing.Timing([1.0, 1.0, 1.0]) for i in runs}
     monkeypatch.setattr(measure.checking, "reference", reference)
     monkeypatch.setattr(timing, "time_interleaved", timed)
-
-    class Blas:
-        def sgemm(self, M, N, K, a, b, c):
-            pass
-    m = measure.Measurer.__new__(measure.Measurer)
-    m.lab, m.facts, m.blas, m.flusher, m.rng = None, {"pci_bus_id": None}, Blas(), None, np.random.default_rng(1)
+    m = bare_measurer()
     m.measure(precision("fp32"), [], 8, 8, 8)
     assert m.clock_samples == [1650.0] * 3 and clocks.summary(m.clock_samples)["max_mhz"] == 1650.0
 
@@ -145,12 +153,7 @@ def test_the_progress_counts_cublas_once_when_rows_are_timed_in_groups(monkeypat
     monkeypatch.setattr(measure.checking, "reference", lambda A, B: (A @ B, np.abs(A) @ np.abs(B)))
     monkeypatch.setattr(timing, "time_interleaved",
                         lambda runs, flusher, budget_s=1.0: {i: timing.Timing([1.0, 1.0, 1.0]) for i in runs})
-
-    class Blas:
-        def sgemm(self, M, N, K, a, b, c):
-            pass
-    m = measure.Measurer.__new__(measure.Measurer)
-    m.lab, m.facts, m.blas, m.flusher, m.rng = None, {"pci_bus_id": None}, Blas(), None, np.random.default_rng(1)
+    m = bare_measurer()
     fp32 = precision("fp32")
     entries = [{"name": f"row{i}", "kernel": None, "variant": "", "precision": fp32} for i in range(5)]
     seen = []
