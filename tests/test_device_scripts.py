@@ -219,3 +219,36 @@ if [ "$3" = {target} ]; then echo '{{}}' > "$2/results/{target}_new.json"; fi
         assert (out / log).read_text().strip().endswith("exit status 0")
     with tarfile.open(out / pack) as t:
         assert sorted(t.getnames()) == sorted(f"{line.split()[1]}/results/{target}_new.json" for line in made)
+
+
+def test_new_kernels_bench_phase_leaves_at_most_eight_files_so_its_records_come_back(tmp_path):
+    """A device call brings back 8 files of $OUT at most: PHASE=bench's five logs, gpu.txt, the build's
+    tail, nvcc's log and records.tgz were 9, and records.tgz was left out (2026-12-06). The build's
+    two logs now travel packed in build.tgz."""
+    import tarfile
+    import time
+    project = tmp_path / "project"
+    (project / "scripts" / "device").mkdir(parents=True)
+    for name in ("new-kernels.sh", "snapshot.sh", "names.sh"):
+        (project / "scripts" / "device" / name).write_text((DEVICE / name).read_text())
+    for name in ("lab07a-tf32-tensor-cores", "lab07c-hopper-wgmma", "lab07d-decode-shapes"):
+        (project / "labs" / name / "results").mkdir(parents=True)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "make").write_text("""#!/bin/bash
+if [ "$3" = bench ]; then echo '{}' > "$2/results/bench_$RANDOM$RANDOM.json"; fi
+if [ "$1" = -C ] && [ "$3" = build ]; then echo built; fi
+""")
+    (bin_ / "nvidia-smi").write_text("#!/bin/bash\necho 'name, clocks.sm'\n")
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    time.sleep(1)
+    out = tmp_path / "out"
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "OUT": str(out), "PHASE": "bench"}
+    r = subprocess.run(["bash", "scripts/device/new-kernels.sh"], cwd=project, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    files = sorted(p.name for p in out.iterdir())
+    assert len(files) <= 8, files
+    assert "records.tgz" in files and "build.tgz" in files and "build.log" not in files
+    with tarfile.open(out / "records.tgz") as t:
+        assert len([n for n in t.getnames() if n.endswith(".json")]) == 5       # one record per bench run
