@@ -10,7 +10,9 @@
                                   Jupyter saves about one machine's session removed (`make strip-notebooks`)
     execute(path, out_dir=None, timeout=600) -> Run: ok, seconds, error, summary. The kernel's working
                                   folder is the notebook's own; the executed copy goes to out_dir if
-                                  given; the source file is never written.
+                                  given; the source file is never written. With COURSE_NOTEBOOK_LOG set
+                                  to a file, a line is appended there as each cell starts and ends:
+                                  a run cut by a time limit still says which cell it was in.
     kernel_manager()              a "python3" kernel that is this interpreter (sys.executable), whatever
                                   kernelspecs the machine has installed: nothing is registered
 
@@ -189,10 +191,11 @@ def execute(path, out_dir=None, timeout=600, startup_timeout=120):
     path = Path(path).resolve()
     nb = nbformat.read(path, as_version=4)
     # the kernel's own log (e.g. ipykernel 7's warning that local TCP is unencrypted) only at ERROR
+    start, error = time.monotonic(), ""
     client = NotebookClient(nb, km=kernel_manager(), timeout=timeout, startup_timeout=startup_timeout,
                             kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"])
-    start, error = time.monotonic(), ""
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                            **_progress_hooks(path.name, start))
     try:
         client.execute(cleanup_kc=True)        # we own the kernel manager: shut the kernel down after
     except CellExecutionError as e:
@@ -206,6 +209,23 @@ def execute(path, out_dir=None, timeout=600, startup_timeout=120):
         nbformat.write(nb, out / path.name)
     cells = sum(c.cell_type == "code" for c in nb.cells)
     return Run(name=path.name, ok=not error, seconds=seconds, cells=cells, error=error, summary=summary_lines(nb))
+
+
+def _progress_hooks(name, start, log=None):
+    """nbclient's on_cell_start / on_cell_executed writing "<notebook> cell <i> started|done at <s> s"
+    to COURSE_NOTEBOOK_LOG (or `log`); none when it is unset. Written and flushed line by line."""
+    import os
+    log = log or os.environ.get("COURSE_NOTEBOOK_LOG")
+    if not log:
+        return {}
+
+    def write(what, cell, cell_index):
+        if cell.cell_type == "code":                 # nbclient announces markdown cells too
+            with open(log, "a") as f:
+                f.write(f"{name} cell {cell_index} {what} at {time.monotonic() - start:.1f} s\n")
+
+    return {"on_cell_start": lambda cell, cell_index: write("started", cell, cell_index),
+            "on_cell_executed": lambda cell, cell_index, execute_reply: write("done", cell, cell_index)}
 
 
 def python_note():

@@ -252,3 +252,34 @@ if [ "$1" = -C ] && [ "$3" = build ]; then echo built; fi
     assert "records.tgz" in files and "build.tgz" in files and "build.log" not in files
     with tarfile.open(out / "records.tgz") as t:
         assert len([n for n in t.getnames() if n.endswith(".json")]) == 5       # one record per bench run
+
+
+def test_make_test_leaves_at_most_eight_files_even_with_failures_and_a_notebook_log(tmp_path):
+    """A device call brings back 8 files of $OUT at most. make-test.sh's own (gpu.txt, test.log,
+    times.txt, durations.tsv, selftests.tgz, and failures.txt when a test fails) with the build's log,
+    nvcc's log, prebuilt.txt and notebooks.log would be 10: the build's three travel in build.tgz.
+    The stand-in pytest writes what instafail and the notebooks would."""
+    import tarfile
+    project = tmp_path / "project"
+    (project / "scripts" / "device").mkdir(parents=True)
+    (project / "labs" / "lab").mkdir(parents=True)
+    for name in ("make-test.sh", "snapshot.sh", "names.sh"):
+        (project / "scripts" / "device" / name).write_text((DEVICE / name).read_text())
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "make").write_text("#!/bin/sh\necho built\n")
+    (bin_ / "nvidia-smi").write_text("#!/bin/sh\necho name\n")
+    (bin_ / "python3").write_text('#!/bin/sh\nfor f in failures.txt durations.tsv notebooks.log nvcc.jsonl prebuilt.txt; '
+                                  'do echo x > "$OUT/$f"; done\nexit 1\n')
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    out = tmp_path / "out"
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "OUT": str(out)}
+    r = subprocess.run(["bash", "scripts/device/make-test.sh", "tests/x.py"], cwd=project, capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    files = sorted(p.name for p in out.iterdir())
+    assert len(files) <= 8, files
+    assert {"failures.txt", "notebooks.log", "test.log", "build.tgz"} <= set(files), files
+    with tarfile.open(out / "build.tgz") as t:
+        assert sorted(t.getnames()) == ["build.log", "nvcc.jsonl", "prebuilt.txt"]

@@ -149,3 +149,31 @@ def test_notebook_runs_top_to_bottom(path, tmp_path):
     outputs = sum(len(c.get("outputs", [])) for c in executed["cells"] if c["cell_type"] == "code")
     assert outputs >= run.cells // 2, f"{path.name}: only {outputs} outputs from {run.cells} code cells"
     assert notebooks.output_problems(path) == [], "executing must not write the notebook itself"
+
+
+@needs_stack
+def test_with_course_notebook_log_each_cell_says_when_it_started_and_ended(tmp_path, monkeypatch):
+    """A device call cut by its limit brings back no executed notebook: on the GPU (2026-12-06) the
+    fragment explorer ran past 150 s and nothing said in which cell. COURSE_NOTEBOOK_LOG (the device
+    scripts set it) gets a line as each cell starts and ends; the cell that never ended is the last
+    'started'. A cell that sleeps stands in for the slow one; the markdown cell is not run."""
+    import nbformat
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_markdown_cell("text"),
+                                         nbformat.v4.new_code_cell("import time; time.sleep(0.5)")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "slow.ipynb"
+    nbformat.write(nb, path)
+    log = tmp_path / "notebooks.log"
+    monkeypatch.setenv("COURSE_NOTEBOOK_LOG", str(log))
+    assert notebooks.execute(path, timeout=60).ok
+    lines = log.read_text().splitlines()
+    assert [l.split(" at ")[0] for l in lines] == ["slow.ipynb cell 0 started", "slow.ipynb cell 0 done",
+                                                   "slow.ipynb cell 2 started", "slow.ipynb cell 2 done"]
+    seconds = [float(l.split(" at ")[1].removesuffix(" s")) for l in lines]
+    assert seconds == sorted(seconds) and seconds[3] - seconds[2] >= 0.4   # 0.5 s, each end rounded to 0.1 s
+
+
+@needs_stack
+def test_without_course_notebook_log_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.delenv("COURSE_NOTEBOOK_LOG", raising=False)
+    assert notebooks._progress_hooks("x.ipynb", 0.0) == {}

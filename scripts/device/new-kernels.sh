@@ -64,7 +64,7 @@ case "${PHASE:-tests}" in
                                    -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
 esac
 # a call brings back 8 files at most (bench's five logs, gpu.txt and records.tgz left no room for these two:
-# its records were left out on 2026-12-06): the build's tail and nvcc's log travel packed
-packed=$(cd "$OUT" && ls build.log nvcc.jsonl 2>/dev/null)
+# its records were left out on 2026-12-06): the build's tail, nvcc's log and prebuilt.txt travel packed
+packed=$(cd "$OUT" && ls build.log nvcc.jsonl prebuilt.txt 2>/dev/null)
 [ -n "$packed" ] && tar -czf "$OUT/build.tgz" -C "$OUT" $packed && (cd "$OUT" && rm -f $packed)
 exit 0

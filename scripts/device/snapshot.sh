@@ -30,3 +30,5 @@ else
   cd "$here"
 fi
 export COURSE_NVCC_LOG=$OUT/nvcc.jsonl
+# each notebook cell as it starts and ends (common/notebooks.py): a cut run says which cell it was in
+export COURSE_NOTEBOOK_LOG=$OUT/notebooks.log
