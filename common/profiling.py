@@ -12,7 +12,10 @@
                               kernel and variant on small awkward shapes; any finding fails
 
 What a lab's table may set: NCU_TABLE and NCU_TENSOR (kernel names; default: by precision),
-PROFILE_SIZE, SANITIZE_SHAPES. cuBLAS is profiled as `cublas-<precision>` (cublas-fp32, ...).
+PROFILE_SIZE, SANITIZE_SHAPES, SANITIZE_ENV ({tool: ({VARIABLE: value}, why)}: the environment one
+tool's run gets, the reason printed under the table). cuBLAS is profiled as `cublas-<precision>`.
+Each tool's run is stopped after SANITIZE_TIMEOUT_S: a kernel that never returns fails `make
+sanitize` with the launch it was in, instead of hanging it.
 
 Contents, in order:
   1. What is profiled: the lists of kernels, the profile size, the sanitizer's shapes.
@@ -64,6 +67,10 @@ SANITIZE_SHAPES = [(130, 260, 104), (96, 136, 48), (200, 264, 72), (128, 132, 36
 # shapes above (128 x 104 floats = 52 KB), so even an access a full tile past the end of a buffer
 # lands in the guard, not in the next buffer.
 MEMCHECK_PADDING = 64 * 1024
+
+# One tool's run over every entry point and shape takes seconds to a few minutes (racecheck is the
+# slowest); a run still going after this long has a launch that never returned.
+SANITIZE_TIMEOUT_S = 900
 
 
 def cublas_name(prec):
@@ -601,9 +608,43 @@ def launched_entries(text):
     return counts
 
 
-def summarize(plan, results):
+def run_tool(argv, cwd, env, timeout_s):
+    """(output, exit status) of one compute-sanitizer run; a run still going after timeout_s is killed
+    with everything it started (its own process group) and its exit status is None: what it printed
+    until then is kept, so its last 'sanitize-run: launched' line says how far it got."""
+    import signal
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+        return out + err, proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return out + err, None
+
+
+def next_launch(plan, launched):
+    """'ENTRY MxNxK': the first launch of the plan that did not complete (sanitize_run's order), or None."""
+    seen = {}
+    for _, _, entry, shapes in plan:
+        for M, N, K in shapes:
+            seen[entry] = seen.get(entry, 0) + 1
+            if seen[entry] > launched.get(entry, 0):
+                return f"{entry} {M}x{N}x{K}"
+    return None
+
+
+def tool_env(lab, tool):
+    """({VARIABLE: value}, why) that `tool`'s run gets from the lab's SANITIZE_ENV, or ({}, "")."""
+    variables, why = lab.option("SANITIZE_ENV", {}).get(tool, ({}, ""))
+    return dict(variables), why
+
+
+def summarize(plan, results, timeout_s=SANITIZE_TIMEOUT_S):
     """The summary table's rows, and one line per problem.
-    plan: sanitize_plan(); results: {tool: (Findings, launched entries, exit status, log name)}."""
+    plan: sanitize_plan(); results: {tool: (Findings, launched entries, exit status, log name)}; an
+    exit status of None is a run killed after timeout_s (run_tool)."""
     rows, problems = [], []
     need = {}                           # launches expected per entry point: two builds of one kernel
     for _, _, entry, shapes in plan:    # (a re-tiled row) share its entry names
@@ -626,7 +667,10 @@ def summarize(plan, results):
         not_run = sorted({entry for _, _, entry, _ in plan if launched.get(entry, 0) < need[entry]})
         if not_run:
             problems.append(f"{tool}: did not finish {', '.join(not_run)} (see {log})")
-        if not found.finished:
+        if returncode is None:
+            problems.append(f"{tool}: stopped after {timeout_s} s, in the launch of {next_launch(plan, launched)}: "
+                            f"a kernel that never returns (a barrier or a wait that nobody completes)? (see {log})")
+        elif not found.finished:
             problems.append(f"{tool}: compute-sanitizer printed no summary: it did not finish (see {log})")
         elif returncode != 0 and not found.problems() and not not_run:
             problems.append(f"{tool}: the run exited with status {returncode} (see {log})")
@@ -656,20 +700,24 @@ def sanitize(lab, args):
     LAB = lab.dir
     SANITIZE_DIR = sanitize_dir(lab)
     SANITIZE_DIR.mkdir(parents=True, exist_ok=True)
-    results = {}
+    results, envs = {}, {}
+    timeout_s = lab.option("SANITIZE_TIMEOUT_S", SANITIZE_TIMEOUT_S)
     for i, tool in enumerate(sanitizer.TOOLS):
         report.progress(i, len(sanitizer.TOOLS), f"compute-sanitizer --tool {tool}: {len(entries)} entry points")
         argv = sanitizer_argv(exe, tool, prog)
-        proc = subprocess.run(argv, cwd=lab.dir.parents[1], capture_output=True, text=True,
-                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        text = proc.stdout + proc.stderr
+        extra, why = tool_env(lab, tool)
+        if extra:
+            envs[tool] = {"variables": extra, "why": why}
+        text, status = run_tool(argv, lab.dir.parents[1], {**os.environ, "PYTHONUNBUFFERED": "1", **extra}, timeout_s)
         log = SANITIZE_DIR / f"{tool}_{arch}{_scope(names)}.txt"
-        log.write_text(f"$ {' '.join(argv)}\n# exit status {proc.returncode}\n{text}")
+        said = f"killed after {timeout_s} s" if status is None else f"exit status {status}"
+        log.write_text(f"$ {' '.join(f'{k}={v}' for k, v in extra.items())}{' ' if extra else ''}{' '.join(argv)}\n"
+                       f"# {said}\n{text}")
         results[tool] = (sanitizer.parse(text, tool, entries, {k.source: k.name for k in kernels}),
-                         launched_entries(text), proc.returncode,
+                         launched_entries(text), status,
                          str(log.relative_to(LAB)))
     report.progress(len(sanitizer.TOOLS), len(sanitizer.TOOLS), "compute-sanitizer: done")
-    rows, problems = summarize(plan, results)
+    rows, problems = summarize(plan, results, timeout_s)
     shapes = ", ".join("x".join(map(str, s)) for s in sanitize_shapes(lab))
     cols = [K, ("entry", "entry point", ""), ("shapes", "shapes", "d")] + [(t, t, "") for t in sanitizer.TOOLS]
     padding = MEMCHECK_PADDING if sanitizer.supports_padding(exe) else 0
@@ -678,9 +726,11 @@ def sanitize(lab, args):
                   "may land in the next and go unseen")
     print(report.table(rows, cols, title=f"\ncompute-sanitizer {sanitizer.sanitizer_version(exe)} on {arch}; "
                                          f"shapes (MxNxK, each where the kernel's rules allow): {shapes}; {guard}"))
+    for tool, e in envs.items():
+        print(f"{tool} ran with {' '.join(f'{k}={v}' for k, v in e['variables'].items())}: {e['why']}")
     record = {"what": "make sanitize", "run": report.run_info(LAB), "arch": arch, "shapes": sanitize_shapes(lab),
               "sanitizer": sanitizer.sanitizer_version(exe), "memcheck_padding": padding,
-              "rows": rows, "problems": problems,
+              "timeout_s": timeout_s, "environment": envs, "rows": rows, "problems": problems,
               "logs": {t: r[3] for t, r in results.items()},
               "totals": {t: {"errors": r[0].total_errors, "warnings": r[0].total_warnings} for t, r in results.items()}}
     path = report.write_json(SANITIZE_DIR / f"sanitize_{arch}{_scope(names)}.json", record)

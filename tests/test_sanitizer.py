@@ -1,4 +1,6 @@
-"""compute-sanitizer's command line and what a missing sanitizer says (no GPU needed).
+"""compute-sanitizer's command line, what a missing sanitizer says, and how make sanitize runs each
+tool: a run that hangs is stopped and the launch it was in named, a tool's own environment comes
+from the lab's table (no GPU needed).
 
 The parser is tested on real sanitizer output (clean runs and planted bugs) in
 labs/lab07-matmul-registers/tests/test_profiling_fixtures.py."""
@@ -79,3 +81,64 @@ def test_a_race_in_a_device_function_is_owned_by_its_source_file():
     assert found.total_errors == sum(found.errors.values()) == 3
     without_files = sanitizer.parse(text, "racecheck", ["sgemm_v6_vec"])
     assert set(without_files.errors) == {"sgemm_v6_body"}
+
+
+# --- make sanitize's runs: a hang is stopped and named; a tool's own environment -------------------
+
+def _plan():
+    """Two entry points, two and one shapes: the order sanitize_run launches them in."""
+    from types import SimpleNamespace
+    k = SimpleNamespace(label=lambda v: f"k/{v}")
+    return [(k, "vec", "k_vec", [(8, 8, 8), (16, 8, 8)]), (k, "scalar", "k_scalar", [(1, 1, 8)])]
+
+
+def _clean_results(plan, **override):
+    from common.sanitizer import TOOLS, Findings
+    launched = {entry: len(shapes) for _, _, entry, shapes in plan}
+    out = {tool: (Findings(tool, total_errors=0), launched, 0, f"reports/sanitize/{tool}.txt") for tool in TOOLS}
+    out.update(override)
+    return out
+
+
+def test_a_run_killed_at_its_timeout_names_the_launch_it_was_in():
+    from common import profiling
+    from common.sanitizer import Findings
+    plan = _plan()
+    hung = (Findings("racecheck"), {"k_vec": 1}, None, "reports/sanitize/racecheck.txt")   # one launch done, no summary
+    rows, problems = profiling.summarize(plan, _clean_results(plan, racecheck=hung), timeout_s=7)
+    assert any(p.startswith("racecheck: stopped after 7 s, in the launch of k_vec 16x8x8") for p in problems), problems
+    assert not any("printed no summary" in p for p in problems)     # said once, as the stop it was
+    assert next(r for r in rows if r["entry"] == "k_vec")["racecheck"] == "ran 1/2"
+    assert profiling.next_launch(plan, {"k_vec": 2}) == "k_scalar 1x1x8"
+    assert profiling.next_launch(plan, {"k_vec": 2, "k_scalar": 1}) is None
+
+
+def test_run_tool_kills_a_run_past_its_timeout_with_what_it_started_and_keeps_its_output(tmp_path):
+    import subprocess
+    import sys
+    import time
+    from common import profiling
+    pid_file = tmp_path / "child.pid"
+    prog = (f"import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+            f"open({str(pid_file)!r}, 'w').write(str(c.pid)); print('sanitize-run: launched k_vec 8x8x8', flush=True); "
+            f"time.sleep(60)")
+    t0 = time.monotonic()
+    text, status = profiling.run_tool([sys.executable, "-c", prog], tmp_path, None, timeout_s=2)
+    assert status is None and time.monotonic() - t0 < 20
+    assert "sanitize-run: launched k_vec 8x8x8" in text
+    child = int(pid_file.read_text())
+    gone = subprocess.run(["ps", "-o", "stat=", "-p", str(child)], capture_output=True, text=True).stdout.strip()
+    assert gone in ("", "Z"), f"the program's own child {child} is still running: {gone}"
+    text, status = profiling.run_tool([sys.executable, "-c", "print('done')"], tmp_path, None, timeout_s=20)
+    assert (text, status) == ("done\n", 0)
+
+
+def test_a_tools_environment_comes_from_the_labs_table_with_its_reason():
+    from types import SimpleNamespace
+    from common import profiling
+    table = SimpleNamespace(SANITIZE_ENV={"racecheck": ({"TWO_LAUNCHES": "1"}, "racecheck sees shared memory only")})
+    lab = SimpleNamespace(option=lambda name, default=None: getattr(table, name, default))
+    assert profiling.tool_env(lab, "racecheck") == ({"TWO_LAUNCHES": "1"}, "racecheck sees shared memory only")
+    assert profiling.tool_env(lab, "memcheck") == ({}, "")
+    bare = SimpleNamespace(option=lambda name, default=None: default)
+    assert profiling.tool_env(bare, "racecheck") == ({}, "")
