@@ -324,3 +324,12 @@ SANITIZE_ALSO = [k for _, _, _, rows in DISPATCH for k in rows.values() if isins
 # split (_one_wave: K // 256 = 0), so the reduce over splits was never under the sanitizer; 130 x 260 x 1032
 # is 6 tiles of 128 x 128 and 4 splits (a multiple of 8 for the TMA rows; 2026-12-05)
 SANITIZE_SHAPES = profiling.SANITIZE_SHAPES + [(130, 260, 1032)]
+# racecheck runs the split-K rows in their two launches (launch.py: LAB07D_NO_FUSED). It checks shared
+# memory only, and a one-launch form adds only global memory to its two-launch form (the grid barrier and
+# the slice of the reduce); memcheck, synccheck and initcheck run the one-launch forms as launched. Under
+# racecheck wgmma_splitk's one-launch form never finished (H100, 2026-12-05: the barrier's 10 s trap;
+# 2026-12-06: past 125 s), while its two-launch form is clean there (NOTES.md).
+SANITIZE_ENV = {"racecheck": ({"LAB07D_NO_FUSED": "1"},
+                              "racecheck checks shared memory only; the one-launch split-K forms add only global "
+                              "memory (a grid barrier, the reduce) to the two launches it checks, and under it "
+                              "wgmma_splitk's one-launch form never finished (NOTES.md)")}

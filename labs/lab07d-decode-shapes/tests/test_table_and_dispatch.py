@@ -328,3 +328,19 @@ def test_wgmma_decodes_launch_puts_a_clusters_blocks_side_by_side_along_x(monkey
     launch.wgmma_clusters(split, None, 65, 4097, 8, 0, 0, 0, 1.0, 0.0, None)
     launch.wgmma_clusters(wide, None, 64, 8192, 8192, 0, 0, 0, 1.0, 0.0, None)
     assert grids == [(128, 1), (2 * 65, 2), (128, 1)]
+
+
+def test_racecheck_runs_the_split_k_rows_in_two_launches_and_says_why(monkeypatch):
+    """make sanitize gives racecheck LAB07D_NO_FUSED (the two-launch forms, launch.uses_fused); the other
+    tools run the one-launch forms as launched."""
+    from common import profiling
+    launch = LAB.module("launch")
+    env, why = profiling.tool_env(LAB, "racecheck")
+    assert env == {"LAB07D_NO_FUSED": "1"} and "shared memory only" in why
+    assert all(profiling.tool_env(LAB, t) == ({}, "") for t in ("memcheck", "synccheck", "initcheck"))
+    k = next(k for k in LAB.all_kernels if getattr(k.launch_hook, "fused", None))
+    monkeypatch.delenv("LAB07D_NO_FUSED", raising=False)
+    assert launch.uses_fused(k, (2, 2, 4), 132)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert not launch.uses_fused(k, (2, 2, 4), 132)
