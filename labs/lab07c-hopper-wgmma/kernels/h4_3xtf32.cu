@@ -216,20 +216,7 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
 #endif
 }
 
-// x -> (big, small), lab 7a's k8 split with small rounded too: big = x clamped to the largest TF32
-// number and rounded to the nearest TF32 (ties away) by adding half a TF32 ulp to the bits and
-// clearing the low 13; small = x - big (exact) rounded by cvt.rna, whose low 13 bits are cleared
-// as well (the instruction leaves them unspecified). A NaN or Inf x gives a finite big and small = x.
-__device__ __forceinline__ void split_tf32(float x, float& big, float& small) {
-    const float TF32_MAX = __uint_as_float(0x7F7FE000u);            // (2 - 2^-10) 2^127
-    const float clamped = fminf(fmaxf(x, -TF32_MAX), TF32_MAX);     // a NaN clamps to -TF32_MAX
-    big = __uint_as_float((__float_as_uint(clamped) + 0x1000u) & 0xFFFFE000u);
-    uint32_t s;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(s) : "f"(x - big));
-    small = __uint_as_float(s & 0xFFFFE000u);
-}
-
-// The split pass: one 32 x 32 tile per block of 32 x 8 threads. Blocks [0, ceil(K/32) ceil(M/32)) split
+// The split pass (split_tf32: hopper_ptx.cuh): one 32 x 32 tile per block of 32 x 8 threads. Blocks [0, ceil(K/32) ceil(M/32)) split
 // a tile of A in place (same layout, padded pitch); the rest split a tile of B and transpose it through
 // a 32 x 33 shared tile, so that reads and writes are coalesced rows (the pad column avoids bank
 // conflicts), as h4_tf32's transpose.

@@ -8,6 +8,8 @@
 //   wgmma_f16<N>(acc, da, db, scale_d)   wgmma.mma_async m64nNk16 f32 += f16 (A K-major, B MN-major)
 //   wgmma_tf32<N>(acc, da, db, scale_d)  wgmma.mma_async m64nNk8  f32 += tf32 (A and B K-major)
 //   wgmma_tf32_rs_n256(acc, a, db, scale_d)  m64n256k8 f32 += tf32 with A from 4 registers a thread (h6_tf32)
+//   wgmma_tf32_rs_n128(acc, a, db, scale_d)  the same at m64n128k8 (h6_3xtf32)
+//   split_tf32(x, big, small)            x -> two TF32 numbers, x ~ big + small (3xTF32: h4_3xtf32, h6_3xtf32)
 //   fence_proxy_async()                  generic-proxy smem writes -> visible to wgmma / TMA
 //   mbar_init / _arrive / _arrive_tx / _wait(parity)     mbarrier.* on a shared uint64_t
 //   tma_load_2d(dst, map, x, y, bar)     cp.async.bulk.tensor.2d, completion on an mbarrier
@@ -283,6 +285,17 @@ __device__ __forceinline__ void wgmma_tf32_rs_n256(float (&d)[128], const uint32
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
 
+// wgmma_tf32_rs_n256 at N = 128: B (8 x 128) by descriptor, A (64 x 8) from the same 4 registers a thread.
+__device__ __forceinline__ void wgmma_tf32_rs_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "{%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
 template <int N>
 __device__ __forceinline__ void wgmma_f16(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
     static_assert(N == 64 || N == 128 || N == 256, "wgmma_f16: N is 64, 128 or 256 here");
@@ -295,6 +308,20 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[N / 2], uint64_t da, uint6
     static_assert(N == 128 || N == 256, "wgmma_tf32: N is 128 or 256 here");
     if constexpr (N == 128) wgmma_m64n128k8_tf32(d, da, db, scale_d);
     else wgmma_m64n256k8_tf32(d, da, db, scale_d);
+}
+
+// ---- 3xTF32 ------------------------------------------------------------------------------------
+// x -> (big, small), lab 7a's k8 split with small rounded too: big = x clamped to the largest TF32
+// number and rounded to the nearest TF32 (ties away) by adding half a TF32 ulp to the bits and
+// clearing the low 13; small = x - big (exact) rounded by cvt.rna, whose low 13 bits are cleared
+// as well (the instruction leaves them unspecified). A NaN or Inf x gives a finite big and small = x.
+__device__ __forceinline__ void split_tf32(float x, float& big, float& small) {
+    const float TF32_MAX = __uint_as_float(0x7F7FE000u);            // (2 - 2^-10) 2^127
+    const float clamped = fminf(fmaxf(x, -TF32_MAX), TF32_MAX);     // a NaN clamps to -TF32_MAX
+    big = __uint_as_float((__float_as_uint(clamped) + 0x1000u) & 0xFFFFE000u);
+    uint32_t s;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(s) : "f"(x - big));
+    small = __uint_as_float(s & 0xFFFFE000u);
 }
 
 // ---- epilogue -----------------------------------------------------------------------------------
