@@ -12,8 +12,8 @@ from common.lab import load
 from common.precision import TF32_SPLIT, TF32_TRUNCATED
 
 from . import tuning
-from .launch import (split_persistent, tf32_persistent, tf32_registers_persistent, tma_clusters, tma_grid,
-                     tma_persistent, tma_persistent_store, tma_stream_k)
+from .launch import (split_a_registers_persistent, split_persistent, tf32_persistent, tf32_registers_persistent,
+                     tma_clusters, tma_grid, tma_persistent, tma_persistent_store, tma_stream_k)
 
 TITLE = "Lab 7c, Hopper: wgmma, TMA, mbarriers, warp specialization (sm_90a)"
 SHORT = "lab07c"
@@ -93,6 +93,11 @@ THREE_X = [
            title="h4_tf32 on big + small TF32 parts split on the device, 3 wgmma per step, sums promoted to FP32",
            claim="FP32's accuracy at tensor-core speed: a split pass (counted in the time), then 128 x 128 "
                  "tiles whose wgmma chains are added to FP32 registers every KCHUNK of K"),
+    Kernel("h6_3xtf32", "h6_3xtf32.cu", {"": "sgemm_h6_3xtf32"}, "fp32_3xtf32", archs=HOPPER, needs=HOPPER_NEEDS,
+           launch_hook=split_a_registers_persistent, input_roundoff=TF32_SPLIT, helpers={"split": "split_h6_3xtf32"},
+           title="h4_3xtf32's arithmetic on h6_tf32's C^T = B^T A^T: B split in registers, only A split by a pass",
+           claim="B's fragments are loaded raw and split where they sit, so the split pass handles A alone, "
+                 "untransposed (half h4_3xtf32's bytes); m64n128k8 chains promoted every KCHUNK, h6's TMA-store epilogue"),
 ]
 
 # lab 7's best mma.sync kernel in the same table: what wgmma is worth over it on the same GPU; lab 7a's
@@ -105,8 +110,8 @@ LADDERS = {"fp16": [LAB7.kernel("t4"), T4_TMA] + FP16, "tf32": TF32, "3xtf32": [
 EXTRA_BASELINES = {"3xtf32": ["tf32_tensor", "tf32x3_cublas", "fp32_bf16x9"]}
 # make accuracy (common/accuracy.py): error vs K beside cuBLAS's, for 1xTF32 (h4_tf32), the 3xTF32 rung,
 # and the rung built with one wgmma chain over all of K up to 65536 (consumer 1's first chain is half a
-# KCHUNK): what the promotion buys
-ACCURACY_ROWS = ["h4_tf32", "h4_3xtf32", ("h4_3xtf32", {"KCHUNK": 131072})]
+# KCHUNK): what the promotion buys; then h6_3xtf32, the same arithmetic with B split in registers
+ACCURACY_ROWS = ["h4_tf32", "h4_3xtf32", ("h4_3xtf32", {"KCHUNK": 131072}), "h6_3xtf32"]
 BENCH_SIZES = [2048, 4096, 8192]
 SELFCHECK_SHAPES = [(1, 1, 8), (127, 129, 136), (129, 127, 64), (1000, 3, 520), (300, 520, 1000), (256, 256, 256)]
 # the third: h7's stream-K on (33 tiles x 17 k-iterations over 132 SMs, each tile summed from 4-5 blocks)

@@ -12,6 +12,8 @@
     split_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream) h4_3xtf32: A and B^T split
                                   into TF32 big and small parts, then h4's grid
     tf32_registers_persistent(...)  h6_tf32: A, B and C as maps as stored, h4's grid (no transpose)
+    split_a_registers_persistent(...)  h6_3xtf32: A split into big and small parts (no transpose), B and
+                                  C as maps as h6_tf32's, h4's grid
     tma_launch(kernel, M, N, K, a, b, c, stream, grid)   h2-h5's maps and launch on a grid of the
                                   caller's choosing (lab 7d's wgmma_decode: clusters along K)
     cubin_for(kernel, func)       the cubin a hook launches: the one `func` was loaded from
@@ -441,5 +443,42 @@ def tf32_registers_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, strea
         tiles_m, tiles_n = _tiles(kernel, M, N)
         steps.append(prepared_launch(f, (min(tiles_m * tiles_n, _sm_count()),), (kernel.threads,),
                                      [*_ints(M, N, K), tmA, tmB, tmC], kernel.shared_bytes, _stream(stream)))
+        return steps + after
+    _run(kernel, cubin, M, N, K, a, b, c, stream, make)
+
+
+# --- 3xTF32 without the transpose: h6_3xtf32 --------------------------------------------------------
+def split_a_grid(M, K):
+    """Blocks of h6_3xtf32's split pass: one per 32 x 32 tile of A (M x K)."""
+    return cdiv(K, 32) * cdiv(M, 32)
+
+
+def split_a_registers_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
+    """h6_3xtf32: the cubin's split kernel (Kernel.helpers["split"]) writes A_big, A_small (M x K, pitch K
+    rounded up to 4 floats, each part's rows after the other's: h4_3xtf32's "A split" buffer and maps);
+    B is split in the GEMM's registers, so it is mapped as stored (h6_tf32's: boxes of 32 columns x BK
+    rows, a padded copy first when N % 4), C as a map (_c_map). Every step is in what a call covers."""
+    cubin = cubin_for(kernel, func)
+
+    def make():
+        f = function(kernel, kernel.entries[kernel.variants[0]], kernel.shared_bytes, cubin)
+        split = function(kernel, kernel.helpers["split"], 0, cubin)
+        bm, _ = kernel.tile
+        pk = tm.padded_pitch(K, np.float32)
+        a_parts = _scratch("A split", 2 * M * pk * 4)
+        s = _stream(stream)
+        pb, bb, steps = tm.padded_pitch(N, np.float32), int(b), []
+        if pb != N:
+            bb = _scratch("B padded", K * pb * 4)
+            steps.append(_copy_step(bb, pb * 4, int(b), N * 4, N * 4, K, stream))
+        maps = [_map(a_parts, "float32", M, K, bm, SWIZZLE_FLOATS, pk),                  # A_big
+                _map(a_parts + M * pk * 4, "float32", M, K, bm, SWIZZLE_FLOATS, pk),     # A_small
+                _map(bb, "float32", K, N, kernel.tiling.value("BK"), SWIZZLE_FLOATS, pb)]  # B as stored
+        tmC, after = _c_map(kernel, M, N, c, stream)
+        tiles_m, tiles_n = _tiles(kernel, M, N)
+        steps.append(prepared_launch(split, (split_a_grid(M, K),), (32, 8),
+                                     [*_ints(M, K), _ptr(a), _ptr(a_parts), *_ints(pk)], 0, s))
+        steps.append(prepared_launch(f, (min(tiles_m * tiles_n, _sm_count()),), (kernel.threads,),
+                                     [*_ints(M, N, K), *maps, tmC], kernel.shared_bytes, s))
         return steps + after
     _run(kernel, cubin, M, N, K, a, b, c, stream, make)
