@@ -16,7 +16,7 @@ needs_hopper = pytest.mark.skipif(GPU_OK and ARCH != "sm_90",
 
 SHAPES = [(1, 1, 8), (1, 127, 136), (127, 1, 520), (127, 129, 136), (129, 127, 520), (129, 129, 8),
           (1000, 3, 520), (3, 1000, 520), (4099, 129, 136), (300, 520, 1000), (256, 512, 256),
-          (77, 67, 45)]           # K % 8 != 0: only h1 and h4_3xtf32 serve it (the other TMA rungs refuse it)
+          (77, 67, 45)]           # K % 8 != 0: only h1, h4_3xtf32 and h6_3xtf32 serve it (the other TMA rungs refuse it)
 CASES, IDS = gpu_cases(LAB.own(), SHAPES)
 
 
@@ -43,12 +43,12 @@ def test_the_hook_reuses_its_scratch_buffers_across_shapes():
     """The padded copy of B, TF32's B^T and 3xTF32's split parts are cached and grown: a smaller shape
     after a larger one and a larger one after it still get fresh, correct copies."""
     for shape in [(300, 257, 264), (129, 33, 72), (520, 1001, 520)]:
-        for name in ["h4", "h6", "h7", "h4_tf32", "h6_tf32", "h4_3xtf32"]:
+        for name in ["h4", "h6", "h7", "h4_tf32", "h6_tf32", "h4_3xtf32", "h6_3xtf32"]:
             verdict = LAB.check(name, *shape)
             assert verdict.ok, str(verdict)
 
 
-PERSISTENT = ["h4", "h5", "h6", "h7", "h4_tf32", "h6_tf32"]   # the rungs whose blocks walk several tiles each
+PERSISTENT = ["h4", "h5", "h6", "h7", "h4_tf32", "h6_tf32", "h6_3xtf32"]   # the rungs whose blocks walk several tiles each
 
 
 @needs_gpu
