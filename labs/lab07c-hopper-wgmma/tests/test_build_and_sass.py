@@ -15,7 +15,9 @@ from common.testing import build_for_every_arch, lab_of, needs_cuobjdump
 
 LAB = lab_of(__file__)
 FP16 = ["h1", "h2", "h3", "h4", "h5", "h6", "h7"]
-TF32 = ["h4_tf32", "h6_tf32", "h4_3xtf32"]   # TF32 wgmma: one pass (h4, h6) and 3xTF32 (tests/test_3xtf32.py)
+TF32 = ["h4_tf32", "h6_tf32", "h4_3xtf32", "h6_3xtf32"]   # TF32 wgmma: one pass (h4, h6) and 3xTF32 (tests/test_3xtf32.py,
+                                                            # tests/test_h6_3xtf32.py)
+ANY_K = ["h4_3xtf32", "h6_3xtf32"]   # TMA reads A only through its split parts, at a padded pitch
 RUNGS = FP16 + TF32                  # the wgmma rungs
 TMA = RUNGS[1:]                      # every rung from h2 on loads by TMA through mbarriers
 BUILT = ["t4_tma"] + RUNGS           # every row of this lab's own: t4_tma keeps lab 7's mma.sync
@@ -27,7 +29,7 @@ SERIALIZED = re.compile(r"C75(09|10|11)|wgmma[^\n]*serializ", re.I)
 def test_the_table_has_every_rung_and_lab_7s_t4_to_compare():
     assert [k.name for k in LAB.ladders["fp16"]] == ["t4", "t4_tma"] + FP16
     assert [k.name for k in LAB.ladders["tf32"]] == ["h4_tf32", "h6_tf32"]
-    assert [k.name for k in LAB.ladders["3xtf32"]] == ["k8", "h4_3xtf32"]
+    assert [k.name for k in LAB.ladders["3xtf32"]] == ["k8", "h4_3xtf32", "h6_3xtf32"]
     assert LAB.kernel("k8").lab == "lab07a-tf32-tensor-cores"
     assert LAB.kernel("t4").lab == "lab07-matmul-registers"
     assert [k.name for k in LAB.own()] == BUILT
@@ -54,6 +56,7 @@ def test_every_rung_builds_for_sm_90a_without_spills():
     res = build_for_every_arch(LAB)
     assert sorted(res) == sorted((name, "sm_90a") for name in BUILT)
     assert set(res[("h4_3xtf32", "sm_90a")]) == {"sgemm_h4_3xtf32", "split_h4_3xtf32"}   # the split pass too
+    assert set(res[("h6_3xtf32", "sm_90a")]) == {"sgemm_h6_3xtf32", "split_h6_3xtf32"}   # A's split pass
     for (name, arch), entries in res.items():
         for entry, r in entries.items():
             assert r["spill_stores"] == r["spill_loads"] == r["stack"] == 0, f"{entry} on {arch}: {r}"
@@ -112,7 +115,7 @@ def test_fp16_rungs_multiply_fp16_and_the_tf32_rungs_tf32(listings):
 def test_the_tile_grows_to_m64n256_from_h4_on(listings):
     for name in ["h1", "h2", "h3"]:
         assert any("HGMMA.64x128x16" in line for line in listings[name]), name
-    for name in ["h4", "h5", "h6", "h7", "h4_tf32", "h6_tf32"]:    # h4_3xtf32: 128 x 128 (running sums)
+    for name in ["h4", "h5", "h6", "h7", "h4_tf32", "h6_tf32"]:    # the 3xTF32 rungs: 128 x 128 (running sums)
         assert any("HGMMA.64x256x" in line for line in listings[name]), name
 
 
@@ -187,12 +190,14 @@ def test_a_gpu_that_is_not_hopper_gets_a_clear_refusal(monkeypatch):
 
 
 def test_a_k_that_tma_cannot_describe_is_refused_in_words():
-    for name in [n for n in TMA if n != "h4_3xtf32"] + ["t4_tma"]:
+    for name in [n for n in TMA if n not in ANY_K] + ["t4_tma"]:
         with pytest.raises(CourseError, match="multiple of"):
             check_shape(LAB.kernel(name), 128, 128, 100 if name not in TF32 else 102)
     assert check_shape(LAB.kernel("h1"), 77, 67, 45) == (77, 67, 45)   # h1's guarded loads take any K
-    # h4_3xtf32's split pass writes its parts at a padded pitch: TMA never reads A or B as they are
-    assert check_shape(LAB.kernel("h4_3xtf32"), 77, 67, 45) == (77, 67, 45)
+    # h4_3xtf32's split pass writes its parts at a padded pitch: TMA never reads A or B as they are;
+    # h6_3xtf32's splits A likewise, and B's pitch is N (a padded copy when N % 4)
+    for name in ANY_K:
+        assert check_shape(LAB.kernel(name), 77, 67, 45) == (77, 67, 45), name
 
 
 def test_h6_tf32_reads_b_into_registers_and_never_transposes_it(sass, listings):
@@ -211,3 +216,20 @@ def test_h6_tf32_reads_b_into_registers_and_never_transposes_it(sass, listings):
     k = LAB.kernel("h6_tf32")
     text = disassemble(k.cubin(LAB.build_dir, "sm_90a"))
     assert "transpose" not in text and "transpose_h4_tf32" in disassemble(LAB.kernel("h4_tf32").cubin(LAB.build_dir, "sm_90a"))
+
+
+def test_h6_3xtf32_splits_b_in_registers_and_stores_c_by_tma(sass, listings):
+    """h6_3xtf32's ideas in SASS (tests/test_h6_3xtf32.py has the rest): HGMMA.64x128x8.F32.TF32 with a
+    register A operand (the split B^T fragment) and A's part by descriptor, 12 per stage (3 per slice x 4
+    slices) in one loop body; LDS of the raw fragments (16), TMA loads, TMA stores (2 steps x 2 chunks)
+    through STS (64), no STG; under __launch_bounds__(384, 1) the whole kernel fits ptxas's 168 registers
+    without spills (test_every_rung_builds_for_sm_90a_without_spills) and no wgmma is serialized
+    (test_ptxas_never_serializes_a_wgmma)."""
+    hg = [line for line in listings["h6_3xtf32"] if "HGMMA" in line]
+    assert len(hg) == 12 and all(re.search(r"HGMMA\.64x128x8\.F32\.TF32 R\d+, R\d+, gdesc", line) for line in hg), hg[:2]
+    c = sass["h6_3xtf32"]
+    assert count(sass, "h6_3xtf32", "LDS") == 16 and count(sass, "h6_3xtf32", "STS") == 64, c["opcodes"]
+    assert count(sass, "h6_3xtf32", "UTMALDG.2D") % 6 == 0 and count(sass, "h6_3xtf32", "UTMALDG.2D") > 0, c["opcodes"]
+    assert count(sass, "h6_3xtf32", "UTMASTG") == 4 and count(sass, "h6_3xtf32", "STG") == 0, c["opcodes"]
+    res = build_for_every_arch(LAB)[("h6_3xtf32", "sm_90a")]["sgemm_h6_3xtf32"]
+    assert res["registers"] <= 168 and res["spill_stores"] == res["spill_loads"] == 0, res
