@@ -87,7 +87,7 @@ if [ "$3" = sanitize ]; then mkdir -p "$2/reports/sanitize"; printf '{{"no_fused
                        env={"PATH": f"{bin_}:/usr/bin:/bin", "OUT": str(out), "PHASE": "sanitize"})
     assert r.returncode == 0, r.stderr
     sanitize = [line for line in calls.read_text().splitlines() if " sanitize " in line]
-    assert sanitize == ["-C labs/lab07c-hopper-wgmma sanitize KERNELS=h6,h6_tf32,h4_3xtf32,h7 PYTHON=python3",
+    assert sanitize == ["-C labs/lab07c-hopper-wgmma sanitize KERNELS=h6,h6_tf32,h4_3xtf32,h6_3xtf32,h7 PYTHON=python3",
                         "-C labs/lab07d-decode-shapes sanitize KERNELS=wgmma_splitk PYTHON=python3",
                         "-C labs/lab07d-decode-shapes sanitize KERNELS=wgmma_splitk,h6 PYTHON=python3",
                         "-C labs/lab07a-tf32-tensor-cores sanitize KERNELS=k8 PYTHON=python3"]

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The kernels written without a GPU (NOTES.md of labs 7a, 7c, 7d: h6, h7, h4_3xtf32, k8's split pass,
+# The kernels written without a GPU (NOTES.md of labs 7a, 7c, 7d: h6, h7, h4_3xtf32, h6_3xtf32, k8's split pass,
 # wgmma_splitk and lab 7d's Hopper rules), checked on the device machine in two calls:
 #   PHASE=tests  their GPU tests, one pytest per family cut at GROUP_S seconds (default 100): tests.tgz
 #                (a log per family), failures.txt, durations.tsv
@@ -53,7 +53,7 @@ case "${PHASE:-tests}" in
   sanitize)
     run() { local name=$1; shift; timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/sanitize-$name.log" 2>&1
             echo "exit status $?" >> "$OUT/sanitize-$name.log"; }
-    run 7c -C $L7C sanitize KERNELS=h6,h6_tf32,h4_3xtf32,h7
+    run 7c -C $L7C sanitize KERNELS=h6,h6_tf32,h4_3xtf32,h6_3xtf32,h7
     # wgmma_splitk twice: its two-launch form first (LAB07D_NO_FUSED: racecheck stopped in the fused
     # entry's grid barrier on the H100, lab 7d's NOTES), its reports kept apart, then both rows as launched
     LAB07D_NO_FUSED=1 run 7d-two-launch -C $L7D sanitize KERNELS=wgmma_splitk
