@@ -15,23 +15,22 @@ def test_a_test_that_leaves_the_simulated_pycuda_loaded_fails_and_the_next_one_f
     pytester.makepyfile(test_leak="""
 import sys
 
-def simulated():
+def simulated(monkeypatch):
     from common.grading import simgpu
     for name in [m for m in sys.modules if m == "pycuda" or m.startswith("pycuda.")]:
         del sys.modules[name]
-    sys.path.insert(0, str(simgpu.PATH))
+    monkeypatch.syspath_prepend(str(simgpu.PATH))      # undone after the test; the modules stay loaded
     import pycuda.driver  # noqa: F401
-    sys.path.remove(str(simgpu.PATH))
     assert "simgpu" in sys.modules["pycuda"].__file__
 
-def test_leaves_it():
-    simulated()
+def test_leaves_it(monkeypatch):
+    simulated(monkeypatch)
 
 def test_after_it():
     assert "simgpu" not in str(getattr(sys.modules.get("pycuda"), "__file__", "") or "")
 
-def test_cleans_up():
-    simulated()
+def test_cleans_up(monkeypatch):
+    simulated(monkeypatch)
     for name in [m for m in sys.modules if m == "pycuda" or m.startswith("pycuda.")]:
         del sys.modules[name]
 """)
