@@ -19,3 +19,21 @@ def pytest_runtest_makereport(item, call):
         if call.excinfo.errisinstance(NotOnThisGPU):
             report.outcome = "skipped"
             report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {call.excinfo.value.message}")
+
+
+@pytest.fixture(autouse=True)
+def _no_simulated_gpu_left_behind(request):
+    """A test that loads the grader's simulated PyCUDA (common/grading/simgpu) must unload it: left in
+    sys.modules it makes every later test in the same worker find a "GPU" (lab 7's no-GPU test failed
+    that way on 2026-12-05, depending on which tests shared its worker). This fails the test that left
+    it, and unloads it so the tests after are not misled. tests/test_clocks.py's simulated_pycuda
+    fixture loads and unloads it."""
+    yield
+    import sys
+    where = str(getattr(sys.modules.get("pycuda"), "__file__", "") or "")
+    if "simgpu" in where:
+        for name in [m for m in sys.modules if m == "pycuda" or m.startswith("pycuda.")]:
+            del sys.modules[name]
+        pytest.fail(f"this test left the simulated PyCUDA ({where}) in sys.modules: later tests in this "
+                    "process would find a GPU; load it with tests/test_clocks.py's simulated_pycuda fixture",
+                    pytrace=False)

@@ -3,7 +3,8 @@ make bounds, the shape sweep, the profilers and a lab's tools share.
 
     needs_gpu(target, lab)         this GPU's facts, or one message: which GPU the target needs
                                    (gpu_needed(lab): in words) and what works without one
-    BASELINE                       "cuBLAS": the name of the baseline row in every record
+    BASELINE                       "cuBLAS": the name of the baseline row in every record (records.py
+                                   defines it)
     Measurer(lab, facts)           one session's kit: .measure(prec, entries, M, N, K) times cuBLAS and
                                    the entries interleaved (common.timing), each checked after its timing
                                    against the float64 reference; .rows(ladder, kernels, n) the bench rows
@@ -27,8 +28,7 @@ from . import clocks
 from . import report
 from .errors import CourseError
 from .precision import precision
-
-BASELINE = "cuBLAS"
+from .records import BASELINE  # noqa: F401  (the name of the baseline row: records.py says it once)
 
 
 def gpu_needed(lab=None):
