@@ -12,6 +12,17 @@ ROOT = Path(__file__).resolve().parents[1]
 DEVICE = ROOT / "scripts" / "device"
 
 
+def device_project(tmp_path, *scripts):
+    """A project folder with a lab folder and copies of the device scripts named, with the two every
+    one of them sources (snapshot.sh, names.sh): run there, a script tests the copied tree itself."""
+    project = tmp_path / "project"
+    (project / "scripts" / "device").mkdir(parents=True)
+    (project / "labs" / "lab").mkdir(parents=True)
+    for name in (*scripts, "snapshot.sh", "names.sh"):
+        (project / "scripts" / "device" / name).write_text((DEVICE / name).read_text())
+    return project
+
+
 def plugin():
     spec = importlib.util.spec_from_file_location("instafail", DEVICE / "instafail.py")
     mod = importlib.util.module_from_spec(spec)
@@ -47,11 +58,8 @@ def test_snapshot_without_a_snapshot_tests_the_tree_itself_and_makes_out(tmp_pat
     """snapshot.sh, sourced: no gpu-snapshot.tar.gz beside the project, so the scripts run in the copied tree
     itself, and $OUT (default <project>/device-out) exists. (With a snapshot it unpacks into /tmp/course:
     a path of the lent machine, not exercised here.)"""
-    project = tmp_path / "project"
-    (project / "scripts" / "device").mkdir(parents=True)
-    for name in ("snapshot.sh", "names.sh"):
-        (project / "scripts" / "device" / name).write_text((DEVICE / name).read_text())
-    r = subprocess.run(["bash", "-c", "source scripts/device/snapshot.sh && pwd && echo \"$OUT\""], cwd=tmp_path / "project",
+    project = device_project(tmp_path)
+    r = subprocess.run(["bash", "-c", "source scripts/device/snapshot.sh && pwd && echo \"$OUT\""], cwd=project,
                        capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr
     where, out = r.stdout.split()
@@ -160,11 +168,7 @@ def test_a_chain_run_inside_a_chains_step_leaves_the_outer_steps_files_alone(tmp
 def test_make_test_hands_pytest_the_dist_mode_loadfile_unless_told(tmp_path, dist, expected):
     """DIST=load spreads a file's tests over the workers (the notebooks ran one after another on one
     worker, 2026-12-05); make, nvidia-smi and python3 are stand-ins that record their arguments."""
-    project = tmp_path / "project"
-    (project / "scripts" / "device").mkdir(parents=True)
-    (project / "labs" / "lab").mkdir(parents=True)
-    for name in ("make-test.sh", "snapshot.sh", "names.sh"):
-        (project / "scripts" / "device" / name).write_text((DEVICE / name).read_text())
+    project = device_project(tmp_path, "make-test.sh")
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     for tool in ("make", "nvidia-smi", "python3"):
@@ -260,11 +264,7 @@ def test_make_test_leaves_at_most_eight_files_even_with_failures_and_a_notebook_
     nvcc's log, prebuilt.txt and notebooks.log would be 10: the build's three travel in build.tgz.
     The stand-in pytest writes what instafail and the notebooks would."""
     import tarfile
-    project = tmp_path / "project"
-    (project / "scripts" / "device").mkdir(parents=True)
-    (project / "labs" / "lab").mkdir(parents=True)
-    for name in ("make-test.sh", "snapshot.sh", "names.sh"):
-        (project / "scripts" / "device" / name).write_text((DEVICE / name).read_text())
+    project = device_project(tmp_path, "make-test.sh")
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     (bin_ / "make").write_text("#!/bin/sh\necho built\n")
