@@ -211,11 +211,11 @@ def execute(path, out_dir=None, timeout=600, startup_timeout=120):
     return Run(name=path.name, ok=not error, seconds=seconds, cells=cells, error=error, summary=summary_lines(nb))
 
 
-def _progress_hooks(name, start, log=None):
-    """nbclient's on_cell_start / on_cell_executed writing "<notebook> cell <i> started|done at <s> s"
-    to COURSE_NOTEBOOK_LOG (or `log`); none when it is unset. Written and flushed line by line."""
+def _progress_hooks(name, start):
+    """nbclient's on_cell_start / on_cell_executed appending "<notebook> cell <i> started|done at <s> s"
+    to the file COURSE_NOTEBOOK_LOG names, a line at a time; none when it is unset."""
     import os
-    log = log or os.environ.get("COURSE_NOTEBOOK_LOG")
+    log = os.environ.get("COURSE_NOTEBOOK_LOG")
     if not log:
         return {}
 

@@ -641,6 +641,11 @@ def tool_env(lab, tool):
     return dict(variables), why
 
 
+def _assignments(variables):
+    """['NAME=value', ...]: an environment as a shell command line would set it."""
+    return [f"{k}={v}" for k, v in variables.items()]
+
+
 def summarize(plan, results, timeout_s=SANITIZE_TIMEOUT_S):
     """The summary table's rows, and one line per problem.
     plan: sanitize_plan(); results: {tool: (Findings, launched entries, exit status, log name)}; an
@@ -711,8 +716,7 @@ def sanitize(lab, args):
         text, status = run_tool(argv, lab.dir.parents[1], {**os.environ, "PYTHONUNBUFFERED": "1", **extra}, timeout_s)
         log = SANITIZE_DIR / f"{tool}_{arch}{_scope(names)}.txt"
         said = f"killed after {timeout_s} s" if status is None else f"exit status {status}"
-        log.write_text(f"$ {' '.join(f'{k}={v}' for k, v in extra.items())}{' ' if extra else ''}{' '.join(argv)}\n"
-                       f"# {said}\n{text}")
+        log.write_text(f"$ {' '.join([*_assignments(extra), *argv])}\n# {said}\n{text}")
         results[tool] = (sanitizer.parse(text, tool, entries, {k.source: k.name for k in kernels}),
                          launched_entries(text), status,
                          str(log.relative_to(LAB)))
@@ -727,7 +731,7 @@ def sanitize(lab, args):
     print(report.table(rows, cols, title=f"\ncompute-sanitizer {sanitizer.sanitizer_version(exe)} on {arch}; "
                                          f"shapes (MxNxK, each where the kernel's rules allow): {shapes}; {guard}"))
     for tool, e in envs.items():
-        print(f"{tool} ran with {' '.join(f'{k}={v}' for k, v in e['variables'].items())}: {e['why']}")
+        print(f"{tool} ran with {' '.join(_assignments(e['variables']))}: {e['why']}")
     record = {"what": "make sanitize", "run": report.run_info(LAB), "arch": arch, "shapes": sanitize_shapes(lab),
               "sanitizer": sanitizer.sanitizer_version(exe), "memcheck_padding": padding,
               "timeout_s": timeout_s, "environment": envs, "rows": rows, "problems": problems,

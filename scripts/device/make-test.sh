@@ -25,8 +25,5 @@ timeout "${INNER:-480}" python3 -m pytest -p instafail -n 16 --dist "${DIST:-loa
   > "$OUT/test.log" 2>&1
 echo "pytest exit status $? after $(( $(date +%s) - t0 )) s" >> "$OUT/times.txt"
 tar -czf "$OUT/selftests.tgz" $(find labs -path '*/reports/grade/selftest_gpu.json') 2>/dev/null
-# a call brings back 8 files at most: with failures.txt and notebooks.log there were 10; the build's
-# three logs travel packed
-packed=$(cd "$OUT" && ls build.log nvcc.jsonl prebuilt.txt 2>/dev/null)
-[ -n "$packed" ] && tar -czf "$OUT/build.tgz" -C "$OUT" $packed && (cd "$OUT" && rm -f $packed)
+pack_build_logs                               # snapshot.sh: 8 files come back at most
 exit 0

@@ -32,3 +32,11 @@ fi
 export COURSE_NVCC_LOG=$OUT/nvcc.jsonl
 # each notebook cell as it starts and ends (common/notebooks.py): a cut run says which cell it was in
 export COURSE_NOTEBOOK_LOG=$OUT/notebooks.log
+# pack_build_logs: the build's tail, nvcc's log and prebuilt.txt into $OUT/build.tgz, at a script's
+# end: a call brings back 8 files of $OUT at most (make-test.sh's own, failures.txt and notebooks.log
+# with these three were 10)
+pack_build_logs() {
+  local packed
+  packed=$(cd "$OUT" && ls build.log nvcc.jsonl prebuilt.txt 2>/dev/null)
+  if [ -n "$packed" ]; then tar -czf "$OUT/build.tgz" -C "$OUT" $packed && (cd "$OUT" && rm -f $packed); fi
+}
