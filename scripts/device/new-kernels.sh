@@ -63,8 +63,5 @@ case "${PHASE:-tests}" in
     tar -czf "$OUT/sanitize.tgz" $(find $L7A/reports/sanitize $L7C/reports/sanitize $L7D/reports/sanitize* \
                                    -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
 esac
-# a call brings back 8 files at most (bench's five logs, gpu.txt and records.tgz left no room for these two:
-# its records were left out on 2026-12-06): the build's tail, nvcc's log and prebuilt.txt travel packed
-packed=$(cd "$OUT" && ls build.log nvcc.jsonl prebuilt.txt 2>/dev/null)
-[ -n "$packed" ] && tar -czf "$OUT/build.tgz" -C "$OUT" $packed && (cd "$OUT" && rm -f $packed)
+pack_build_logs                               # snapshot.sh: 8 files come back at most (bench's 9 lost its records, 2026-12-06)
 exit 0
