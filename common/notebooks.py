@@ -201,10 +201,10 @@ def execute(path, out_dir=None, timeout=600, startup_timeout=120):
     # No stand-in for ipywidgets' Output widget: nbclient's (output_widget.py) sends the kernel a
     # comm message on the shell socket for every output it captures, while the same client awaits the
     # cell's reply on that socket; a reply that arrives during such a send can go unnoticed until the
-    # cell's time limit (nbclient issue 312). On an H100 (2026-12-06) the fragment explorer's widget
-    # cell (interactive_output: a print and two figures) hung there for the whole limit, three runs
-    # out of three, while the kernel sat idle. Without it, what a widget shows is recorded as the
-    # cell's own output: the same text and figures, readable in the executed copy without a kernel.
+    # cell's time limit (nbclient issue 312). On the GPU (H100 and H200, every run since 2026-12-05)
+    # the fragment explorer's widget cell (interactive_output: a print and two figures) hung there
+    # while the kernel sat idle. Without the stand-in, what a widget shows is recorded as the cell's
+    # own output: the same text and figures, readable in the executed copy without a kernel.
     client.widget_registry = {}
     try:
         client.execute(cleanup_kc=True)        # we own the kernel manager: shut the kernel down after
