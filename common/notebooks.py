@@ -13,6 +13,8 @@
                                   given; the source file is never written. With COURSE_NOTEBOOK_LOG set
                                   to a file, a line is appended there as each cell starts and ends:
                                   a run cut by a time limit still says which cell it was in.
+                                  What an ipywidgets Output widget (interactive_output) shows is
+                                  recorded as its cell's own output (execute() says why)
     kernel_manager()              a "python3" kernel that is this interpreter (sys.executable), whatever
                                   kernelspecs the machine has installed: nothing is registered
 
@@ -196,6 +198,14 @@ def execute(path, out_dir=None, timeout=600, startup_timeout=120):
                             kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
                             extra_arguments=["--IPKernelApp.log_level=ERROR"],
                             **_progress_hooks(path.name, start))
+    # No stand-in for ipywidgets' Output widget: nbclient's (output_widget.py) sends the kernel a
+    # comm message on the shell socket for every output it captures, while the same client awaits the
+    # cell's reply on that socket; a reply that arrives during such a send can go unnoticed until the
+    # cell's time limit (nbclient issue 312). On the GPU (H100 and H200, every run since 2026-12-05)
+    # the fragment explorer's widget cell (interactive_output: a print and two figures) hung there
+    # while the kernel sat idle. Without the stand-in, what a widget shows is recorded as the cell's
+    # own output: the same text and figures, readable in the executed copy without a kernel.
+    client.widget_registry = {}
     try:
         client.execute(cleanup_kc=True)        # we own the kernel manager: shut the kernel down after
     except CellExecutionError as e:

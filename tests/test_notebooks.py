@@ -177,3 +177,26 @@ def test_with_course_notebook_log_each_cell_says_when_it_started_and_ended(tmp_p
 def test_without_course_notebook_log_nothing_is_written(tmp_path, monkeypatch):
     monkeypatch.delenv("COURSE_NOTEBOOK_LOG", raising=False)
     assert notebooks._progress_hooks("x.ipynb", 0.0) == {}
+
+
+@needs_stack
+def test_what_an_output_widget_shows_is_the_cells_own_output(tmp_path):
+    """execute() gives nbclient no stand-in for ipywidgets' Output widget: the stand-in sends the kernel
+    a comm message on the shell socket for each output while the client awaits the cell's reply on
+    it, and on the GPU (2026-12-06) the fragment explorer's interactive_output cell hung there until
+    its time limit. Without the stand-in the printed text is the cell's own stream output; with it,
+    it would be in the widget's state and not among the cell's outputs."""
+    pytest.importorskip("ipywidgets")
+    import nbformat
+    code = ("import ipywidgets as W\nfrom IPython.display import display\n"
+            "lane = W.IntSlider(value=13)\n"
+            "display(W.VBox([lane, W.interactive_output(lambda lane: print(f'lane {lane} shown'), {'lane': lane})]))")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nb.metadata["kernelspec"] = dict(notebooks.KERNELSPEC)
+    path = tmp_path / "widget.ipynb"
+    nbformat.write(nb, path)
+    run = notebooks.execute(path, out_dir=tmp_path / "out", timeout=60)
+    assert run.ok, run.error
+    outputs = json.loads((tmp_path / "out" / "widget.ipynb").read_text())["cells"][0]["outputs"]
+    printed = "".join("".join(o["text"]) for o in outputs if o.get("output_type") == "stream")   # JSON: a list of lines
+    assert "lane 13 shown" in printed, outputs
