@@ -122,9 +122,9 @@ def methods(lab, rows):
 
 _SPLIT_SOURCE = r"""
 // x -> big = tf32(x) (ties away), small = tf32(x - big): both with their low 13 bits zero, so that any
-// TF32 GEMM reads them exactly. x is clamped to the largest TF32 first: an Inf or NaN x has a finite
-// big and small = x (common.precision.tf32_split: so that Inf times a TF32 number, whose small part is
-// 0, stays Inf)
+// TF32 GEMM reads them exactly. A finite x is clamped to the largest TF32 first; an Inf or NaN x has
+// big = +-1 and small = x (common.precision.tf32_split says why: Inf times a TF32 number, whose small
+// part is 0, stays Inf, and no product of finite parts overflows)
 extern "C" __global__ void split_tf32(const float* __restrict__ x, float* __restrict__ big,
                                       float* __restrict__ small, unsigned long long n)
 {
@@ -133,7 +133,8 @@ extern "C" __global__ void split_tf32(const float* __restrict__ x, float* __rest
          i += (unsigned long long)gridDim.x * blockDim.x) {
         const float v = x[i];
         unsigned b, s;
-        asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(b) : "f"(fminf(fmaxf(v, -TF32_MAX), TF32_MAX)));
+        const float limit = fabsf(v) < __uint_as_float(0x7F800000u) ? TF32_MAX : 1.0f;
+        asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(b) : "f"(fminf(fmaxf(v, -limit), limit)));
         b &= 0xFFFFE000u;
         const float r = v - __uint_as_float(b);
         asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(s) : "f"(r));

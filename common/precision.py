@@ -234,15 +234,21 @@ TF32_MAX = float(np.array(0x7F7FE000, np.uint32).view(np.float32))    # (2 - 2^-
 def tf32_split(x, ties="even", small="round"):
     """(big, small): big = tf32(x), small = x - big rounded to TF32 (small="truncate": its low bits
     dropped, as a tensor core reads raw x - big), both float32 with TF32 values; x - big is exact in
-    FP32 (see "fp32_3xtf32" above). x is clamped to +-TF32_MAX first, so big is always finite: where x
-    is Inf or NaN, small = x (and big = +-TF32_MAX). Each of the three products that meets an Inf is
-    then Inf times a finite part of the other operand, nonzero unless the operand is 0: Inf propagates
-    as in FP32. (big = Inf, small = 0 would give Inf x small_b = Inf x 0 = NaN whenever b is a TF32
-    number already.)"""
+    FP32 (see "fp32_3xtf32" above). A finite x is clamped to +-TF32_MAX first, so big is finite.
+
+    An Inf or NaN x splits into big = +-1 (x's sign; -1 for a NaN, as fmaxf(NaN, -1) gives) and
+    small = x. Why 1: a 3xTF32 GEMM multiplies big_x by the other operand's small part, up to 2^-11 of
+    that operand. With big_x = +-TF32_MAX (this split's first form) that product overflows wherever
+    the operand exceeds about 2^11, to an Inf of small's sign, which need not be the operand's: Inf +
+    -Inf = NaN where FP32 gives Inf. With +-1 no product of finite parts overflows: every Inf comes
+    from an Inf small part times a part of the other operand that has that operand's sign, so it is
+    the Inf FP32 gives, or NaN where FP32 gives NaN too (Inf x 0, Inf - Inf, NaN). (big = Inf, small
+    = 0 fails the other way: Inf x small_b = Inf x 0 = NaN whenever b is a TF32 number already.)"""
     x = np.ascontiguousarray(x, dtype=np.float32)
     finite = np.isfinite(x)
     with np.errstate(invalid="ignore"):
-        clamped = np.where(finite, np.clip(x, -TF32_MAX, TF32_MAX), np.copysign(np.float32(TF32_MAX), x))
+        unit = np.where(np.isnan(x), np.float32(-1.0), np.copysign(np.float32(1.0), x))   # a NaN: -1, as
+        clamped = np.where(finite, np.clip(x, -TF32_MAX, TF32_MAX), unit)                   # fmaxf(NaN, -1)
         big = tf32_round(clamped.astype(np.float32), ties)
         rest = np.where(finite, x - big, np.float32(0)).astype(np.float32)
     rest = tf32_truncate(rest) if small == "truncate" else tf32_round(rest, ties)

@@ -127,9 +127,10 @@ def test_a_product_of_two_tf32_values_is_exact_in_fp32():
 
 
 def test_inf_and_nan_propagate_through_the_three_products_as_in_fp32():
-    """Inf times a TF32 number (small part 0) must stay Inf: big is clamped to +-TF32_MAX, small = x."""
+    """Inf times a TF32 number (small part 0) must stay Inf: an Inf or NaN splits into big = +-1 and
+    small = x; a finite x beyond TF32's range into big = +-TF32_MAX and a finite small."""
     big, small = tf32_split(np.array([np.inf, -np.inf, np.nan, 1.0, 3.402e38], np.float32))
-    assert list(big[:2]) == [TF32_MAX, -TF32_MAX] and np.isfinite(big[2]) and big[3] == 1.0
+    assert list(big[:3]) == [1.0, -1.0, -1.0] and big[3] == 1.0
     assert np.isposinf(small[0]) and np.isneginf(small[1]) and np.isnan(small[2]) and small[3] == 0.0
     assert big[4] == TF32_MAX and np.float64(big[4]) + small[4] == pytest.approx(np.float64(np.float32(3.402e38)), rel=2.0 ** -22)
     a = np.array([[np.inf, 1.0], [-np.inf, 1.0], [np.nan, 1.0], [np.inf, 1.0], [np.inf, -np.inf]], np.float32)
@@ -140,6 +141,40 @@ def test_inf_and_nan_propagate_through_the_three_products_as_in_fp32():
     assert np.array_equal(np.isnan(got), np.isnan(want))
     assert np.array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
     assert np.isposinf(got[0, 0]) and np.isneginf(got[1, 0]) and np.isposinf(got[1, 2])
+
+
+def fp32_products_3xtf32(a, b):
+    """One dot product a . b as a tensor core forms it: each of the three products per k (small.big,
+    big.small, big.big) rounded to FP32, so that it overflows to Inf as FP32 does, and summed in FP32."""
+    (ab, as_), (bb, bs) = tf32_split(a, "away"), tf32_split(b, "away")
+    total = np.float32(0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for k in range(a.size):
+            for x, y in ((as_[k], bb[k]), (ab[k], bs[k]), (ab[k], bb[k])):
+                total = np.float32(total + np.float32(x * y))
+    return total
+
+
+def test_an_inf_meets_operands_of_every_size_as_in_fp32():
+    """Each finite operand x (1e-30 to 1e38, either sign, some TF32 numbers, 0) times +-Inf and NaN, in
+    either operand, and beside it a finite product: the FP32 products' 3xTF32 gives what FP32 does.
+    With big = +-TF32_MAX for an Inf (the split's first form), big_inf x small_x overflowed to an Inf
+    of small_x's sign for |x| above about 2^11, and met big_inf x big_x's Inf of the other sign: NaN
+    (lab 7c's h6_3xtf32, rows of 1e4 and more, on an H100, 2026-12-06)."""
+    rng = np.random.default_rng(11)
+    xs = np.concatenate([rng.choice([-1.0, 1.0], 400) * 10.0 ** rng.uniform(-30, 38, 400),
+                         [0.0, -0.0, 1.0, -3.0, 4096.0, 2.0 ** 20 + 1, 3.4e38]]).astype(np.float32)
+    xs = xs[np.isfinite(xs)]
+    for special in (np.inf, -np.inf, np.nan):
+        for x in xs:
+            with np.errstate(invalid="ignore", over="ignore"):
+                want = np.float32(x * special)
+            for a, b in (([x, 0.5], [special, 2.0]), ([special, 0.5], [x, 2.0])):
+                got = fp32_products_3xtf32(np.array(a, np.float32), np.array(b, np.float32))
+                assert np.isnan(got) == np.isnan(want) and (np.isnan(want) or got == want), (x, special, got)
+    for s, t in ((np.inf, np.inf), (np.inf, -np.inf), (-np.inf, -np.inf)):    # Inf x Inf
+        got = fp32_products_3xtf32(np.array([s], np.float32), np.array([t], np.float32))
+        assert got == np.float32(s * t), (s, t, got)
 
 
 def test_the_split_in_k8s_integer_form_is_the_models_ties_away():

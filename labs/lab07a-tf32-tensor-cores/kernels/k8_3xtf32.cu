@@ -63,8 +63,9 @@
 // LDGSTS.E.BYPASS.128 at immediate offsets, one BAR.SYNC, no FMNMX; the promotion's MI x NJ x 4 = 64
 // FADDs (and the chain's zeroing, CS2R) behind a branch taken once per KCHUNK. About 2.8 instructions
 // per HMMA in the loop, 1.8 in a tile without promotion (sm_80..90; sm_120 adds a NOP between HMMAs).
-// STG.E.64 in the vec epilogue; no local memory. The split pass: per element its 2 FMNMX, the integer
-// rounding and one FADD, once; LDS/STS of B's transpose, one BAR.SYNC.
+// STG.E.64 in the vec epilogue; no local memory. The split pass: per element FSETP and FSEL (the clamp's
+// limit, 1 for Inf and NaN), its 2 FMNMX, the integer rounding and one FADD, once; LDS/STS of B's
+// transpose, one BAR.SYNC.
 
 // BEGIN PARAMETERS
 #ifndef BM
@@ -161,15 +162,19 @@ static_assert(SMEM_BYTES <= 227 * 1024, "k8: shared memory above the 227 KB a bl
 // sm_80..89, and big's low bits are zero, as x - big must see big's TF32 value. small = x - big is exact
 // in FP32 and needs no conversion: the tensor core drops its low 13 bits, and truncating x - big (13
 // significant bits at most) to TF32's 11 errs no more than rounding it would (one FP32 ulp of x).
-// Inf and NaN: x is first clamped to the largest TF32 number, +-(2 - 2^-10) 2^127, so big is finite and
-// small = x - big is x itself (+-Inf, or NaN). Every product that meets an Inf then meets a finite part
-// of the other operand, nonzero unless that operand is 0: Inf propagates as in FP32 (NaN where it meets
-// 0 or an Inf of the other sign, as in FP32); a NaN stays NaN. (Unclamped, big = Inf and small = NaN;
-// with small = 0 instead, Inf x small_b = Inf x 0 = NaN for every b that is a TF32 number already.)
+// Inf and NaN: a finite x is clamped to the largest TF32 number, +-(2 - 2^-10) 2^127, so big is finite;
+// an Inf or NaN x to +-1 (limit), so big = +-1 and small = x - big is x itself. Every Inf among the
+// three products is then an Inf small part times a part of the other operand with that operand's sign:
+// Inf as in FP32, or NaN where FP32 gives NaN too (Inf x 0, Inf - Inf). Why 1 and not TF32_MAX: big_inf
+// times the other operand's small part (up to 2^-11 of it) would overflow for any operand above about
+// 2^11, to an Inf of small's sign, which need not be the operand's: NaN where FP32 gives Inf
+// (common/precision.py, tf32_split). (Unclamped, big = Inf and small = NaN; with small = 0 instead,
+// Inf x small_b = Inf x 0 = NaN for every b that is a TF32 number already.)
 __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& small)
 {
     const float TF32_MAX = __uint_as_float(0x7F7FE000u);            // (2 - 2^-10) 2^127
-    const float clamped = fminf(fmaxf(x, -TF32_MAX), TF32_MAX);     // a NaN clamps to -TF32_MAX
+    const float limit = fabsf(x) < __uint_as_float(0x7F800000u) ? TF32_MAX : 1.0f;   // Inf, NaN: 1
+    const float clamped = fminf(fmaxf(x, -limit), limit);           // a NaN clamps to -limit
     const uint32_t b = (__float_as_uint(clamped) + 0x1000u) & 0xFFFFE000u;
     big = b;
     small = __float_as_uint(x - __uint_as_float(b));

@@ -115,13 +115,14 @@ def test_the_main_loop_costs_under_3_instructions_per_hmma(sass, v):
 
 
 def test_the_split_pass_splits_each_element_once(sass):
-    """Per element: the clamp's two FMNMX and one FADD (x - big), no conversion instruction (the rounding
+    """Per element: the clamp's limit (FSEL: 1 for Inf and NaN), its two FMNMX and one FADD (x - big), no
+    conversion instruction (the rounding
     is an integer add and a mask); SPLIT_TILE^2 / SPLIT_THREADS elements per thread for A and as many for
     B (two branches); B goes through shared memory (LDS, STS, one barrier)."""
     arch, ops, loops = sass
     o = ops["k8/split"]
     per_thread = K8.tiling.value("SPLIT_TILE") ** 2 // K8.tiling.value("SPLIT_THREADS")
-    assert o.get("FMNMX", 0) == 2 * 2 * per_thread, o
+    assert o.get("FMNMX", 0) == 2 * 2 * per_thread and o.get("FSEL", 0) == 2 * per_thread, o
     assert o.get("FADD", 0) == 2 * per_thread, o
     assert not any(op.startswith("F2FP") for op in o), o
     assert count(o, "STS") > 0 and count(o, "LDS") > 0 and count(o, "BAR.SYNC") == 1, o
@@ -208,3 +209,17 @@ def test_inf_and_nan_propagate_as_in_fp32(shape):
     assert np.array_equal(np.isnan(got), np.isnan(want))
     assert np.array_equal(np.isposinf(got), np.isposinf(want)) and np.array_equal(np.isneginf(got), np.isneginf(want))
     assert np.isposinf(got[0]).all() and np.isneginf(got[1]).all() and np.isnan(got[2]).all()
+    # an Inf meeting operands of 1e3 to 1e9, either sign: their small parts reach 2^-11 of them, and
+    # big_inf x small must not overflow to an Inf of small's sign (common/precision.py, tf32_split)
+    for inf_in in ("A", "B"):
+        A = (rng.choice([-1.0, 1.0], (M, K)) * 10.0 ** rng.uniform(3, 9, (M, K))).astype(np.float32)
+        B = (rng.choice([-1.0, 1.0], (K, N)) * 10.0 ** rng.uniform(3, 9, (K, N))).astype(np.float32)
+        if inf_in == "A":
+            A[:, 0] = np.where(np.arange(M) % 2, np.inf, -np.inf)
+        else:
+            B[0, :] = np.where(np.arange(N) % 2, np.inf, -np.inf)
+        with np.errstate(invalid="ignore", over="ignore"):
+            ref = A.astype(np.float64) @ B.astype(np.float64)
+        got = LAB.matmul("k8", A, B).astype(np.float64)
+        assert np.array_equal(np.isnan(got), np.isnan(ref)), (inf_in, np.argwhere(np.isnan(got) != np.isnan(ref))[:5])
+        assert np.array_equal(np.isposinf(got), np.isposinf(ref)) and np.array_equal(np.isneginf(got), np.isneginf(ref))

@@ -37,8 +37,9 @@
 //    call's time: A -> A_big, A_small; B -> Bt_big, Bt_small, transposed (TF32 wgmma reads only K-major
 //    operands, so B needs that pass anyway, and the split rides on it). big rounds to the nearest TF32
 //    (ties away, k8's integer form), small is x - big rounded by cvt.rna; both have their low 13 bits
-//    zero, so the tensor core reads them exactly. Inf and NaN propagate as in FP32: x is clamped to
-//    the largest TF32 number first, so big is finite and small = x (k8's split_tf32 says why).
+//    zero, so the tensor core reads them exactly. Inf and NaN propagate as in FP32: a finite x is
+//    clamped to the largest TF32 number first, an Inf or NaN to +-1, so big is finite and an Inf's
+//    small = x (k8's split_tf32 says why).
 //    Why not split in the GEMM, as k8 does: wgmma reads B from shared memory only, so a split B has to
 //    be stored split; the pass reads A and B once and writes each twice, a memory-bound pass (at
 //    4096^3, 384 MB at 3-4 TB/s: 0.1 ms beside a GEMM of over 1 ms; its share falls as 1 / size).
@@ -69,9 +70,9 @@
 // WARPGROUP.DEPBAR.LE gsb0, 0x1 in the stage loop and 0x0 once at a chain's end, followed by the
 // promotion's 64 FADDs (the kernel's only FADDs); UTMALDG.2D, 4 per stage (the producer's loop is
 // unrolled: a multiple of 4); SYNCS.* (mbarriers); USETMAXREG.DEALLOC and .TRY_ALLOC; no local memory.
-// split_h4_3xtf32 (a thread splits 4 elements of A, or 4 of B: 8 in the code): per element 2 FMNMX
-// (the clamp), IADD3 and LOP3 (big's rounding), FADD (x - big), then cvt.rna as FSETP (finite?), IADD
-// and LOP3; 8 LDG, 16 STG (big and small), 8 STS and 8 LDS (B's transpose), no tensor core.
+// split_h4_3xtf32 (a thread splits 4 elements of A, or 4 of B: 8 in the code): per element FSETP and
+// FSEL (the clamp's limit: 1 for Inf and NaN), 2 FMNMX (the clamp), IADD3 and LOP3 (big's rounding),
+// FADD (x - big), then cvt.rna as FSETP (finite?), IADD and LOP3; 8 LDG, 16 STG (big and small), 8 STS and 8 LDS (B's transpose), no tensor core.
 // tests/test_3xtf32.py checks these counts. ptxas must not warn C7509-C7511.
 
 #include "hopper_ptx.cuh"

@@ -39,8 +39,8 @@
 //     with scale-d = 0; chains of KCHUNK closed by wait_group 0 and added with FADD into FP32 running
 //     sums; consumer 1's first chain of each tile half a chunk long, so the two consumers promote at
 //     different times.
-// Inf and NaN: split_tf32 clamps x to the largest TF32 number first, so big is finite and small = x: an
-// Inf or NaN in B reaches C through big(A) . small(B) only, never as Inf x 0 (h4_3xtf32's header).
+// Inf and NaN: split_tf32 gives an Inf or NaN x big = +-1 and small = x: an Inf or NaN in B reaches C
+// through big(A) . small(B), never as Inf x 0, and no product of finite parts overflows (k8's split).
 //
 // Tiles and why. 128 chain + 128 running floats a thread do not fit (h6_tf32's m64n256k8 would need
 // them), so the wgmma is m64n128k8 (wgmma_tf32_rs_n128): a consumer covers 64 columns n of C and all
@@ -59,14 +59,14 @@
 //
 // What to look for in SASS (sgemm_h6_3xtf32): HGMMA.64x128x8.F32.TF32 with a register A operand (R...,
 // then gdesc), 12 in the stage loop (4 slices x 3), one with the scale-d predicate; LDS, 16 a stage
-// (4 slices x 4 values), each followed by the split's FMNMX pair; WARPGROUP.DEPBAR.LE gsb0, 0x1 after
+// (4 slices x 4 values), each followed by the split: FSETP and FSEL (the clamp's limit), the FMNMX pair; WARPGROUP.DEPBAR.LE gsb0, 0x1 after
 // each slice (4) and 0x0 once at a chain's end, then the promotion's 64 FADD (the other 16 FADD are the
 // split's x - big, one per fragment value); UTMALDG.2D, 6 a stage (A_big, A_small, 4 B boxes; ptxas
 // unrolls the producer: a multiple of 6); in the epilogue STS (one per value: 64), FENCE.VIEW.ASYNC.S,
 // named BAR.SYNC (2 a step) and UTMASTG (2 steps x 2 chunks); no STG; USETMAXREG; no local memory.
 // Registers: ptxas fits the whole kernel in __launch_bounds__(384, 1)'s 168 without a spill (64 chain +
-// 64 sums + 16 fragments). ptxas must not warn C7509-C7511. split_h6_3xtf32: per element 2 FMNMX and
-// one FADD; 4 LDG, 8 STG; no STS or LDS. tests/test_h6_3xtf32.py checks these.
+// 64 sums + 16 fragments). ptxas must not warn C7509-C7511. split_h6_3xtf32: per element FSEL, 2 FMNMX
+// and one FADD; 4 LDG, 8 STG; no STS or LDS. tests/test_h6_3xtf32.py checks these.
 
 #include "hopper_ptx.cuh"
 

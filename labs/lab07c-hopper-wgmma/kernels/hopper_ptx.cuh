@@ -314,10 +314,12 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[N / 2], uint64_t da, uint6
 // x -> (big, small), lab 7a's k8 split with small rounded too: big = x clamped to the largest TF32
 // number and rounded to the nearest TF32 (ties away) by adding half a TF32 ulp to the bits and
 // clearing the low 13; small = x - big (exact) rounded by cvt.rna, whose low 13 bits are cleared
-// as well (the instruction leaves them unspecified). A NaN or Inf x gives a finite big and small = x.
+// as well (the instruction leaves them unspecified). A NaN or Inf x gives big = +-1 and small = x, so
+// that no product of the other operand's parts with big overflows (k8's split_tf32 says why).
 __device__ __forceinline__ void split_tf32(float x, float& big, float& small) {
     const float TF32_MAX = __uint_as_float(0x7F7FE000u);            // (2 - 2^-10) 2^127
-    const float clamped = fminf(fmaxf(x, -TF32_MAX), TF32_MAX);     // a NaN clamps to -TF32_MAX
+    const float limit = fabsf(x) < __uint_as_float(0x7F800000u) ? TF32_MAX : 1.0f;   // Inf, NaN: 1
+    const float clamped = fminf(fmaxf(x, -limit), limit);           // a NaN clamps to -limit
     big = __uint_as_float((__float_as_uint(clamped) + 0x1000u) & 0xFFFFE000u);
     uint32_t s;
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(s) : "f"(x - big));

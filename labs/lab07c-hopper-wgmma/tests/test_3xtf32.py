@@ -95,10 +95,11 @@ def test_warp_specialized_with_setmaxnreg(listing):
 
 
 def test_the_split_pass_is_the_header_says(listing):
-    """4 elements of A and 4 of B a thread: per element the clamp's two FMNMX and one FADD (x - big); 8 LDG,
+    """4 elements of A and 4 of B a thread: per element the clamp's limit (FSEL: 1 for Inf and NaN), its two
+    FMNMX and one FADD (x - big); 8 LDG,
     16 STG (big and small), B's transpose through shared memory (8 STS, 8 LDS); no tensor core."""
     s = listing["split"]
-    assert len(ops(s, "FMNMX")) == 2 * len(ops(s, "FADD")) == 16
+    assert len(ops(s, "FMNMX")) == 2 * len(ops(s, "FADD")) == 2 * len(ops(s, "FSEL")) == 16
     assert len(ops(s, "LDG")) == 8 and len(ops(s, "STG")) == 16
     assert len(ops(s, "STS")) == len(ops(s, "LDS")) == 8
     assert not ops(s, "HGMMA") and not ops(s, "HMMA")
@@ -300,6 +301,20 @@ def test_inf_and_nan_propagate_as_in_fp32(shape, name):
     ref = A.astype(np.float64) @ B.astype(np.float64)
     assert np.array_equal(np.isnan(got), np.isnan(ref)) and np.array_equal(np.isposinf(got), np.isposinf(ref))
     assert np.array_equal(np.isneginf(got), np.isneginf(ref))
+    # an Inf meeting operands of 1e3 to 1e9, either sign: their small parts reach 2^-11 of them, and
+    # big_inf x small must not overflow to an Inf of small's sign (common/precision.py, tf32_split)
+    for inf_in in ("A", "B"):
+        A = (rng.choice([-1.0, 1.0], (M, K)) * 10.0 ** rng.uniform(3, 9, (M, K))).astype(np.float32)
+        B = (rng.choice([-1.0, 1.0], (K, N)) * 10.0 ** rng.uniform(3, 9, (K, N))).astype(np.float32)
+        if inf_in == "A":
+            A[:, 0] = np.where(np.arange(M) % 2, np.inf, -np.inf)
+        else:
+            B[0, :] = np.where(np.arange(N) % 2, np.inf, -np.inf)
+        with np.errstate(invalid="ignore", over="ignore"):
+            ref = A.astype(np.float64) @ B.astype(np.float64)
+        got = LAB.matmul(name, A, B).astype(np.float64)
+        assert np.array_equal(np.isnan(got), np.isnan(ref)), (inf_in, np.argwhere(np.isnan(got) != np.isnan(ref))[:5])
+        assert np.array_equal(np.isposinf(got), np.isposinf(ref)) and np.array_equal(np.isneginf(got), np.isneginf(ref))
 
 
 @needs_gpu

@@ -136,10 +136,10 @@ def test_each_slice_is_its_own_group_and_a_chain_ends_with_wait_0_then_the_promo
 
 
 def test_b_is_loaded_raw_and_split_in_registers(listing):
-    """16 LDS a stage (4 slices x 4 values), each value clamped (2 FMNMX); 6 TMA boxes a stage (A_big,
-    A_small, 4 of B): a multiple of 6 where ptxas unrolls the producer."""
+    """16 LDS a stage (4 slices x 4 values), each value clamped (FSEL for the limit, 2 FMNMX); 6 TMA boxes
+    a stage (A_big, A_small, 4 of B): a multiple of 6 where ptxas unrolls the producer."""
     lines = listing[""]
-    assert len(ops(lines, "LDS")) == 4 * SLICES and len(ops(lines, "FMNMX")) == 2 * 4 * SLICES
+    assert len(ops(lines, "LDS")) == len(ops(lines, "FSEL")) == 4 * SLICES and len(ops(lines, "FMNMX")) == 2 * 4 * SLICES
     n = len(ops(lines, "UTMALDG.2D"))
     assert n > 0 and n % 6 == 0, n
     assert ops(lines, "USETMAXREG.DEALLOC") and ops(lines, "USETMAXREG.TRY_ALLOC")
@@ -155,10 +155,10 @@ def test_c_leaves_by_tma_store_through_the_chunks(listing):
 
 
 def test_the_split_pass_splits_a_alone_in_place(listing):
-    """4 elements of A a thread: per element 2 FMNMX and one FADD; 4 LDG, 8 STG; nothing through shared
+    """4 elements of A a thread: per element FSEL, 2 FMNMX and one FADD; 4 LDG, 8 STG; nothing through shared
     memory (no transpose), no tensor core."""
     s = listing["split"]
-    assert len(ops(s, "FMNMX")) == 2 * len(ops(s, "FADD")) == 8
+    assert len(ops(s, "FMNMX")) == 2 * len(ops(s, "FADD")) == 2 * len(ops(s, "FSEL")) == 8
     assert len(ops(s, "LDG")) == 4 and len(ops(s, "STG")) == 8
     assert not ops(s, "STS") and not ops(s, "LDS") and not ops(s, "HGMMA")
 
