@@ -11,6 +11,8 @@
 #                study and plot), cut at BENCH_S each: accuracy-*.log, accuracy.tgz (the records and charts)
 #   PHASE=sanitize  compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on each new kernel, each lab
 #                cut at BENCH_S seconds: sanitize-*.log, sanitize.tgz (the labs' reports/sanitize/)
+#   ONLY="7c-3xtf32 7a-3xtf32"  in bench, accuracy and sanitize: run only the steps of these names;
+#                KERNELS_7C: the lab 7c rows sanitize takes (default: all its new ones)
 set -u
 source "$(dirname "$0")/snapshot.sh"          # $OUT, and the tree to test (the snapshot's commit)
 export PYTHONPATH=$PWD:$here/scripts/device${PYTHONPATH:+:$PYTHONPATH}
@@ -18,6 +20,7 @@ L7A=labs/lab07a-tf32-tensor-cores; L7C=labs/lab07c-hopper-wgmma; L7D=labs/lab07d
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
 for l in $L7A $L7C $L7D; do make -C "$l" build PYTHON=python3 > "/tmp/build-$(basename "$l").log" 2>&1 & done; wait
 tail -n 12 /tmp/build-*.log > "$OUT/build.log"
+wanted() { case " ${ONLY:-$1} " in *" $1 "*) return 0;; *) return 1;; esac; }
 case "${PHASE:-tests}" in
   tests)
     # one pytest per family, each cut at GROUP_S seconds: a kernel that hangs costs its own family only
@@ -32,7 +35,8 @@ case "${PHASE:-tests}" in
     group 7a-k8 $L7A/tests/test_k8_3xtf32.py $L7A/tests/test_gpu.py -k k8
     tar -czf "$OUT/tests.tgz" -C "$OUT" $(cd "$OUT" && ls test-*.log) && rm -f "$OUT"/test-*.log;;
   bench)
-    run() { local name=$1; shift; timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/bench-$name.log" 2>&1
+    run() { local name=$1; shift; wanted "$name" || return 0
+            timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/bench-$name.log" 2>&1
             echo "exit status $?" >> "$OUT/bench-$name.log"; }
     run 7c-fp16 -C $L7C bench LADDER=fp16 SIZES=2048,4096,8192
     run 7c-tf32 -C $L7C bench LADDER=tf32 SIZES=2048,4096,8192        # h6_tf32 (not timed in the first run)
@@ -41,7 +45,8 @@ case "${PHASE:-tests}" in
     run 7d -C $L7D bench SHAPES=split-k,small-k
     tar -czf "$OUT/records.tgz" $(find $L7A/results $L7C/results $L7D/results -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
   accuracy)
-    run() { local name=$1; shift; timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/accuracy-$name.log" 2>&1
+    run() { local name=$1; shift; wanted "$name" || return 0
+            timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/accuracy-$name.log" 2>&1
             echo "exit status $?" >> "$OUT/accuracy-$name.log"; }
     run 7c -C $L7C accuracy
     run 7a -C $L7A accuracy
@@ -51,9 +56,10 @@ case "${PHASE:-tests}" in
     echo "exit status $?" >> "$OUT/ncu-7c.log"
     tar -czf "$OUT/ncu.tgz" $(find $L7C/reports $L7C/results -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
   sanitize)
-    run() { local name=$1; shift; timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/sanitize-$name.log" 2>&1
+    run() { local name=$1; shift; wanted "$name" || return 0
+            timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/sanitize-$name.log" 2>&1
             echo "exit status $?" >> "$OUT/sanitize-$name.log"; }
-    run 7c -C $L7C sanitize KERNELS=h6,h6_tf32,h4_3xtf32,h6_3xtf32,h7
+    run 7c -C $L7C sanitize KERNELS=${KERNELS_7C:-h6,h6_tf32,h4_3xtf32,h6_3xtf32,h7}
     # wgmma_splitk twice: its two-launch form first (LAB07D_NO_FUSED: racecheck stopped in the fused
     # entry's grid barrier on the H100, lab 7d's NOTES), its reports kept apart, then both rows as launched
     LAB07D_NO_FUSED=1 run 7d-two-launch -C $L7D sanitize KERNELS=wgmma_splitk
