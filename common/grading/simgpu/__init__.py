@@ -55,6 +55,11 @@ def use(monkeypatch, folder, timing_size=192):
     from common import ncu, sanitizer
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PATH), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("GRADE_TIMING_SIZE", str(timing_size))
+    # one BLAS thread in each worker: its "kernels" are numpy products, and a test run's other workers
+    # share the cores (16 pytest workers, each worker's numpy fanning out over all 16 cores, made a
+    # reference workspace's item overrun an 8 s hang limit on the GPU machine, 2026-12-06)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(var, "1")
     fake = write_sanitizer(folder)
     monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: str(fake))
     monkeypatch.setattr(ncu, "find_ncu", _no_ncu)     # the same on a machine that has ncu and a GPU
