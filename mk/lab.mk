@@ -26,7 +26,8 @@
 #                    SLURM=1 a Slurm job array (PARTITION= ACCOUNT= TIME= EXTRA_SBATCH= WAIT=1), SLURM=print;
 #                    MERGE=1 the class report again    make grade-class-demo DEST=dir: a class to try it on
 # ARCH=sm_86 (or ARCH=all) picks the architecture to build; by default, this GPU's (every one without a GPU: sm_75 only for the rows that run there).
-# KERNELS=a,b limits ncu-table, ncu-tensor and sanitize to some kernels.
+# KERNELS=a,b limits ncu-table, ncu-tensor and sanitize to some kernels; SIZE=4096 sets ncu-table's and
+# ncu-tensor's M = N = K (default 2048); KERNELS=...,cublas-fp16_tensor adds cuBLAS of that precision.
 
 COURSE_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
 LAB_DIR := $(CURDIR)
@@ -89,7 +90,10 @@ selfcheck:
 accuracy:
 	@$(COURSE) accuracy --lab $(LAB_DIR) $(if $(QUICK),--quick) $(if $(KS),--ks $(KS)) $(if $(SIZE),--size $(SIZE))
 
-ncu-table ncu-tensor sanitize:
+ncu-table ncu-tensor:
+	@$(COURSE) $@ --lab $(LAB_DIR) $(KERNELS_FLAG) $(if $(SIZE),--size $(SIZE))
+
+sanitize:
 	@$(COURSE) $@ --lab $(LAB_DIR) $(KERNELS_FLAG)
 
 ncu:
