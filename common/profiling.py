@@ -26,9 +26,12 @@ Contents, in order:
 
 Every ncu run uses --clock-control none: the GPU runs at its own clocks, as in `make bench`.
 Our kernels are picked by name (--kernel-name ENTRY --launch-skip 1 --launch-count 1: the warm-up is
-the skipped match). A kernel whose launch hook runs helper entry points (Kernel.helpers) may not
-launch its variant's entry at all at some sizes: ncu then takes the first launch of the marked call
-among the variant's entry and the helpers (--profile-from-start off, a regex of their names).
+the skipped match). A kernel whose launch hook runs helper entry points (Kernel.helpers: a split pass
+before the GEMM, a reduce after it) is profiled over the whole marked call: every launch of the
+variant's entry and the helpers in it (--profile-from-start off, a regex of their names, at most one
+launch of each), one row each, the helper's named in brackets ("h4_3xtf32 [split]") and given no
+TFLOP/s. At some sizes such a hook does not launch the variant's entry at all: the rows are then the
+helpers'.
 cuBLAS's kernel names are not known in advance, and one call may launch more than one kernel, so
 for cuBLAS the profile mode marks the profiled call with cuProfilerStart/Stop and ncu runs with
 --profile-from-start off: every kernel of that one call is profiled.
@@ -312,12 +315,12 @@ def ncu_argv(lab, ncu_exe, name, n, **options):
     k = _kernel_named(lab, name, n)
     variant = k.variant_for(n, n, n)
     if k.helpers:
-        # A launch hook that may run a helper entry point instead of (or before) the variant's: the
-        # first launch of the marked call, whichever entry it is (a kernel that splits its work into
-        # two launches at some sizes: the first of them).
-        names = "|".join(re.escape(e) for e in (k.entries[variant], *k.helpers.values()))
+        # A launch hook that runs helper entry points before, after or instead of the variant's: every
+        # launch of the marked call among those entries (a split pass and its GEMM: both rows)
+        entries = (k.entries[variant], *k.helpers.values())
+        names = "|".join(re.escape(e) for e in entries)
         return ncu.command(ncu_exe, profile_program(lab, name, n, variant), kernel=f"regex:^({names})$",
-                           profile_from_start=False, launch_count=1, **options)
+                           profile_from_start=False, launch_count=len(entries), **options)
     return ncu.command(ncu_exe, profile_program(lab, name, n, variant), kernel=k.entries[variant],
                        launch_skip=1, launch_count=1, **options)
 

@@ -65,6 +65,17 @@ def ops(lines, prefix):
     return [line for line in lines if re.match(r"(@!?U?P\w+\s+)?" + re.escape(prefix), line)]
 
 
+def test_make_ncu_tensor_profiles_the_split_pass_and_the_gemm_both():
+    """The split pass is a launch of the call: ncu takes every launch of the marked call among the GEMM's
+    entry and the split's (two rows: "h4_3xtf32 [split]", no TFLOP/s, and "h4_3xtf32"), not only the
+    first, which was the pass (NOTES.md, the knob sweeps)."""
+    from common import profiling
+    argv = profiling.ncu_argv(LAB, "ncu", "h4_3xtf32", 4096, metrics=["gpu__time_duration.sum"])
+    assert argv[argv.index("--launch-count") + 1] == "2" and argv[argv.index("--profile-from-start") + 1] == "off"
+    pattern = argv[argv.index("--kernel-name") + 1][len("regex:"):]
+    assert all(re.fullmatch(pattern, e) for e in ("sgemm_h4_3xtf32", "split_h4_3xtf32"))
+
+
 def test_twelve_tf32_wgmma_per_stage_one_of_them_starting_a_chain(listing):
     """3 wgmma (small.big, big.small, big.big) per 8-deep slice, SLICES slices a stage, in one loop body;
     the chain's first has the scale-d predicate (D = A B), the rest accumulate."""
