@@ -7,6 +7,9 @@ shared between test folders):
     needs_cuobjdump()     skip, saying why, where cuobjdump -sass is missing
     legality_drift(rules, record)  the recorded parameter sets that a kernel's static_asserts
                           (common.legality) judge legal where the record says illegal, or the reverse
+    assert_inf_meets_large_operands_as_in_fp32(matmul, M, N, K, rng)   an FP32-in, FP32-out GEMM (a 3xTF32
+                          one, say) puts C's NaNs and Infs where float64 does when an Inf meets operands of
+                          1e3 to 1e9
 """
 from pathlib import Path
 
@@ -63,3 +66,26 @@ def legality_drift(rules, record):
     probes = [p for p in json.loads(Path(record).read_text())["probes"] if set(p["params"]) <= set(rules.parameters)]
     got = rules.check([p["params"] for p in probes])
     return [(p["params"], p["why"], why) for p, why in zip(probes, got) if (p["why"] is None) != (why is None)]
+
+
+def assert_inf_meets_large_operands_as_in_fp32(matmul, M, N, K, rng):
+    """An Inf of either sign (in A's first column, then in B's first row) meeting operands of 1e3 to 1e9 of
+    either sign: C = matmul(A, B) (float32 arrays) must have its NaNs, +Infs and -Infs where float64's
+    product has them. Why these operands: a 3xTF32 split gives an operand a small part of up to 2^-11 of
+    it, and the Inf's big part times that small part must not overflow to an Inf of the small part's sign,
+    which need not be the operand's (common/precision.py, tf32_split)."""
+    import numpy as np
+    for inf_in in ("A", "B"):
+        A = (rng.choice([-1.0, 1.0], (M, K)) * 10.0 ** rng.uniform(3, 9, (M, K))).astype(np.float32)
+        B = (rng.choice([-1.0, 1.0], (K, N)) * 10.0 ** rng.uniform(3, 9, (K, N))).astype(np.float32)
+        if inf_in == "A":
+            A[:, 0] = np.where(np.arange(M) % 2, np.inf, -np.inf)
+        else:
+            B[0, :] = np.where(np.arange(N) % 2, np.inf, -np.inf)
+        with np.errstate(invalid="ignore", over="ignore"):
+            ref = A.astype(np.float64) @ B.astype(np.float64)
+        got = np.asarray(matmul(A, B), dtype=np.float64)
+        wrong = np.argwhere((np.isnan(got) != np.isnan(ref)) | (np.isposinf(got) != np.isposinf(ref))
+                            | (np.isneginf(got) != np.isneginf(ref)))
+        assert not len(wrong), (f"an Inf in {inf_in} meeting operands of 1e3..1e9: C's NaN/Inf pattern differs "
+                                f"from float64's at {len(wrong)} places, first (row, col) {wrong[:5].tolist()}")

@@ -177,6 +177,40 @@ def test_an_inf_meets_operands_of_every_size_as_in_fp32():
         assert got == np.float32(s * t), (s, t, got)
 
 
+def _fp32_products_gemm(split):
+    """C = A B with each element formed as fp32_products_3xtf32 forms it, with `split` (x -> big, small)."""
+    def matmul(A, B):
+        (ab, as_), (bb, bs) = split(A), split(B)
+        C = np.zeros((A.shape[0], B.shape[1]), np.float32)
+        with np.errstate(invalid="ignore", over="ignore"):
+            for i in range(A.shape[0]):
+                for j in range(B.shape[1]):
+                    total = np.float32(0)
+                    for k in range(A.shape[1]):
+                        for x, y in ((as_[i, k], bb[k, j]), (ab[i, k], bs[k, j]), (ab[i, k], bb[k, j])):
+                            total = np.float32(total + np.float32(x * y))
+                    C[i, j] = total
+        return C
+    return matmul
+
+
+def test_the_gpu_tests_inf_check_passes_the_split_and_fails_its_first_form():
+    """common.testing.assert_inf_meets_large_operands_as_in_fp32, which the 3xTF32 rows' GPU tests call:
+    a GEMM of FP32 products with the course's split passes it; with the split's first form (an Inf split
+    into big = +-TF32_MAX, small = x) it fails, as h6_3xtf32 did on the H100."""
+    from common.testing import assert_inf_meets_large_operands_as_in_fp32
+
+    def first_form(x):
+        big, small = tf32_split(x, "away")
+        inf = np.isinf(x)
+        return np.where(inf, np.sign(x) * TF32_MAX, big).astype(np.float32), np.where(inf, x, small).astype(np.float32)
+
+    assert_inf_meets_large_operands_as_in_fp32(_fp32_products_gemm(lambda x: tf32_split(x, "away")), 3, 5, 7,
+                                               np.random.default_rng(3))
+    with pytest.raises(AssertionError, match="NaN/Inf pattern differs"):
+        assert_inf_meets_large_operands_as_in_fp32(_fp32_products_gemm(first_form), 3, 5, 7, np.random.default_rng(3))
+
+
 def test_the_split_in_k8s_integer_form_is_the_models_ties_away():
     """k8 rounds big as (bits(clamp(x)) + 0x1000) & ~0x1FFF: bit for bit tf32_split(x, "away")'s big."""
     x = np.concatenate([draw(1, 200000, np.random.default_rng(4), "wide").ravel(),

@@ -15,7 +15,7 @@ import pytest
 from common import targets
 from common.build import ALL_ARCHS
 from common.errors import CourseError
-from common.testing import lab_of, needs_cuobjdump, needs_gpu
+from common.testing import assert_inf_meets_large_operands_as_in_fp32, lab_of, needs_cuobjdump, needs_gpu
 
 LAB = lab_of(__file__)
 K8 = LAB.kernel("k8")
@@ -209,17 +209,5 @@ def test_inf_and_nan_propagate_as_in_fp32(shape):
     assert np.array_equal(np.isnan(got), np.isnan(want))
     assert np.array_equal(np.isposinf(got), np.isposinf(want)) and np.array_equal(np.isneginf(got), np.isneginf(want))
     assert np.isposinf(got[0]).all() and np.isneginf(got[1]).all() and np.isnan(got[2]).all()
-    # an Inf meeting operands of 1e3 to 1e9, either sign: their small parts reach 2^-11 of them, and
-    # big_inf x small must not overflow to an Inf of small's sign (common/precision.py, tf32_split)
-    for inf_in in ("A", "B"):
-        A = (rng.choice([-1.0, 1.0], (M, K)) * 10.0 ** rng.uniform(3, 9, (M, K))).astype(np.float32)
-        B = (rng.choice([-1.0, 1.0], (K, N)) * 10.0 ** rng.uniform(3, 9, (K, N))).astype(np.float32)
-        if inf_in == "A":
-            A[:, 0] = np.where(np.arange(M) % 2, np.inf, -np.inf)
-        else:
-            B[0, :] = np.where(np.arange(N) % 2, np.inf, -np.inf)
-        with np.errstate(invalid="ignore", over="ignore"):
-            ref = A.astype(np.float64) @ B.astype(np.float64)
-        got = LAB.matmul("k8", A, B).astype(np.float64)
-        assert np.array_equal(np.isnan(got), np.isnan(ref)), (inf_in, np.argwhere(np.isnan(got) != np.isnan(ref))[:5])
-        assert np.array_equal(np.isposinf(got), np.isposinf(ref)) and np.array_equal(np.isneginf(got), np.isneginf(ref))
+    # an Inf meeting operands of 1e3 to 1e9, either sign (common/testing.py says why)
+    assert_inf_meets_large_operands_as_in_fp32(lambda A, B: LAB.matmul("k8", A, B), M, N, K, rng)
