@@ -143,10 +143,11 @@ def test_inf_and_nan_propagate_through_the_three_products_as_in_fp32():
     assert np.isposinf(got[0, 0]) and np.isneginf(got[1, 0]) and np.isposinf(got[1, 2])
 
 
-def fp32_products_3xtf32(a, b):
+def fp32_products_3xtf32(a, b, split=lambda x: tf32_split(x, "away")):
     """One dot product a . b as a tensor core forms it: each of the three products per k (small.big,
-    big.small, big.big) rounded to FP32, so that it overflows to Inf as FP32 does, and summed in FP32."""
-    (ab, as_), (bb, bs) = tf32_split(a, "away"), tf32_split(b, "away")
+    big.small, big.big) rounded to FP32, so that it overflows to Inf as FP32 does, and summed in FP32.
+    split: x -> (big, small), the course's by default."""
+    (ab, as_), (bb, bs) = split(a), split(b)
     total = np.float32(0)
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(a.size):
@@ -178,20 +179,9 @@ def test_an_inf_meets_operands_of_every_size_as_in_fp32():
 
 
 def _fp32_products_gemm(split):
-    """C = A B with each element formed as fp32_products_3xtf32 forms it, with `split` (x -> big, small)."""
-    def matmul(A, B):
-        (ab, as_), (bb, bs) = split(A), split(B)
-        C = np.zeros((A.shape[0], B.shape[1]), np.float32)
-        with np.errstate(invalid="ignore", over="ignore"):
-            for i in range(A.shape[0]):
-                for j in range(B.shape[1]):
-                    total = np.float32(0)
-                    for k in range(A.shape[1]):
-                        for x, y in ((as_[i, k], bb[k, j]), (ab[i, k], bs[k, j]), (ab[i, k], bb[k, j])):
-                            total = np.float32(total + np.float32(x * y))
-                    C[i, j] = total
-        return C
-    return matmul
+    """C = A B, each element formed as fp32_products_3xtf32 forms it, with `split`."""
+    return lambda A, B: np.array([[fp32_products_3xtf32(A[i], B[:, j], split) for j in range(B.shape[1])]
+                                  for i in range(A.shape[0])], np.float32)
 
 
 def test_the_gpu_tests_inf_check_passes_the_split_and_fails_its_first_form():
