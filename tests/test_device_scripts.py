@@ -183,14 +183,16 @@ def test_make_test_hands_pytest_the_dist_mode_loadfile_unless_told(tmp_path, dis
 
 
 @pytest.mark.parametrize("phase, target, made, logs, pack", [
-    ("ncu", "ncu-tensor", ["-C labs/lab07c-hopper-wgmma ncu-tensor KERNELS=h4,h6,h7,h4_tf32,h6_tf32 PYTHON=python3"],
+    ("ncu", "ncu-tensor", ["-C labs/lab07c-hopper-wgmma ncu-tensor KERNELS=h6,cublas-fp16_tensor,h6_tf32,"
+                           "cublas-tf32_tensor,h4_3xtf32,h6_3xtf32 SIZE=4096 PYTHON=python3"],
      ["ncu-7c.log"], "ncu.tgz"),
     ("accuracy", "accuracy", ["-C labs/lab07c-hopper-wgmma accuracy PYTHON=python3",
                               "-C labs/lab07a-tf32-tensor-cores accuracy PYTHON=python3"],
      ["accuracy-7c.log", "accuracy-7a.log"], "accuracy.tgz")])
 def test_new_kernels_ncu_and_accuracy_phases_run_their_target_and_pack_what_it_wrote(tmp_path, phase, target, made,
                                                                                      logs, pack):
-    """PHASE=ncu of new-kernels.sh: one `make ncu-tensor` on lab 7c's h4, h6, h7, h4_tf32 and h6_tf32;
+    """PHASE=ncu of new-kernels.sh: one `make ncu-tensor` at 4096^3 on lab 7c's h6 and h6_tf32 beside cuBLAS's
+    kernels and on the 3xTF32 rows;
     PHASE=accuracy: `make accuracy` in labs 7c and 7a. A log each with make's exit status, and what the
     targets wrote (only that) packed under $OUT."""
     import tarfile

@@ -4,8 +4,9 @@
 #   PHASE=tests  their GPU tests, one pytest per family cut at GROUP_S seconds (default 100): tests.tgz
 #                (a log per family), failures.txt, durations.tsv
 #   PHASE=bench  their benchmarks, each cut at BENCH_S seconds (default 150): bench-*.log, records.tgz
-#   PHASE=ncu    ncu-tensor on lab 7c's h4, h6, h7 and h6_tf32 beside cuBLAS (the tensor pipe, the stalls:
-#                what stands between h6 and 105 % of cuBLAS), cut at BENCH_S: ncu-*.log, ncu.tgz
+#   PHASE=ncu    ncu-tensor at 4096^3 on lab 7c's h6 and h6_tf32 beside cuBLAS's own FP16 and TF32 kernels, and
+#                the 3xTF32 rows launch by launch (the tensor pipe, the stalls: what stands between the rungs
+#                and issue 43's and 44's targets), cut at BENCH_S: ncu-*.log, ncu.tgz
 #   PHASE=accuracy  make accuracy in labs 7c and 7a (error vs K, K = 256..65536, both input
 #                distributions, beside cuBLAS SGEMM, TF32 and the three-call composition: issue 44's
 #                study and plot), cut at BENCH_S each: accuracy-*.log, accuracy.tgz (the records and charts)
@@ -52,7 +53,8 @@ case "${PHASE:-tests}" in
     run 7a -C $L7A accuracy
     tar -czf "$OUT/accuracy.tgz" $(find $L7A/results $L7C/results -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
   ncu)
-    timeout "${BENCH_S:-150}" make -C $L7C ncu-tensor KERNELS=h4,h6,h7,h4_tf32,h6_tf32 PYTHON=python3 > "$OUT/ncu-7c.log" 2>&1
+    timeout "${BENCH_S:-150}" make -C $L7C ncu-tensor KERNELS=h6,cublas-fp16_tensor,h6_tf32,cublas-tf32_tensor,h4_3xtf32,h6_3xtf32 \
+      SIZE=4096 PYTHON=python3 > "$OUT/ncu-7c.log" 2>&1
     echo "exit status $?" >> "$OUT/ncu-7c.log"
     tar -czf "$OUT/ncu.tgz" $(find $L7C/reports $L7C/results -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
   sanitize)
