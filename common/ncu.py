@@ -10,7 +10,7 @@
                                         CountersUnavailable (a CourseError) when no kernel can be profiled
     parse_csv(text)                  -> [Launch(kernel, metrics, units, ...)] from `--csv --page raw`
                                         or `--csv --page details --print-metric-name name`
-    to_microseconds(value, unit), to_gigabytes_per_second(value, unit)
+    to_microseconds(value, unit), to_gigabytes_per_second(value, unit), to_megahertz(value, unit)
     profiler_range()                 context manager: cuProfilerStart/Stop around the launches that
                                      `ncu --profile-from-start off` should see
 
@@ -250,6 +250,22 @@ def to_gigabytes_per_second(value, unit):
         raise CourseError(f"ncu printed a bandwidth in {unit!r}, a unit this course does not know",
                           hint="add it to common/ncu.py (to_gigabytes_per_second)")
     return value * _SI[m.group(1)] / 1e9
+
+
+def to_megahertz(value, unit):
+    """A clock rate as ncu prints it with --print-units base ("cycle/second"; scaled forms such as
+    "cycle/nsecond", "MHz" or "hertz" too) in MHz."""
+    if value is None:
+        return None
+    u = unit or ""
+    m = re.fullmatch(r"cycle/(\w+)", u)
+    if m and m.group(1) in _TIME:
+        return value / _TIME[m.group(1)] / 1e6
+    m = re.fullmatch(r"([kKMGT]?)(?:Hz|hertz)", u)
+    if not m:
+        raise CourseError(f"ncu printed a clock rate in {unit!r}, a unit this course does not know",
+                          hint="add it to common/ncu.py (to_megahertz)")
+    return value * _SI[m.group(1)] / 1e6
 
 
 # --- marking the launches to profile ---------------------------------------------------------

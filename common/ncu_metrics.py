@@ -80,6 +80,7 @@ SM_PCT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 MEMORY_PCT = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
 DRAM_PCT = "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"
 DRAM_BYTES_PER_S = "dram__bytes.sum.per_second"
+SM_CLOCK = "gpc__cycles_elapsed.avg.per_second"              # the SM clock while the kernel ran (not locked)
 REGISTERS = "launch__registers_per_thread"
 SMEM_STATIC = "launch__shared_mem_per_block_static"
 SMEM_DYNAMIC = "launch__shared_mem_per_block_dynamic"
@@ -127,7 +128,7 @@ def chip_for(arch):
     return CHIPS[base]
 
 
-_SPEED_OF_LIGHT = [DURATION, SM_PCT, MEMORY_PCT, DRAM_PCT]
+_SPEED_OF_LIGHT = [DURATION, SM_PCT, MEMORY_PCT, DRAM_PCT, SM_CLOCK]
 _LAUNCH = [REGISTERS, SMEM_STATIC, SMEM_DYNAMIC, OCCUPANCY_THEORETICAL, OCCUPANCY_ACHIEVED]
 _SHARED = [LDS_INST, LDSM_INST, STS_INST, LD_BYTES, LDSM_BYTES, ST_BYTES, LD_WAVEFRONTS, ST_WAVEFRONTS,
            LD_BANK_CONFLICTS, ST_BANK_CONFLICTS]

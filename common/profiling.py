@@ -387,6 +387,7 @@ def _common_columns(lab, name, launch, n):
     stalls = nm.top_stalls(m, 3)
     return {"kernel": _label_of(lab, name, launch.kernel, n), "entry": launch.kernel, "time_us": us,
             "tflops": None if not us or _part_of_the_gemm(lab, name, launch.kernel, n) else 2.0 * n ** 3 / (us * 1e-6) / 1e12,
+            "sm_mhz": ncu.to_megahertz(_value(m, nm.SM_CLOCK), u.get(nm.SM_CLOCK) or "cycle/second"),
             "sm_pct": _value(m, nm.SM_PCT), "memory_pct": _value(m, nm.MEMORY_PCT), "dram_pct": _value(m, nm.DRAM_PCT),
             "registers": None if registers is None else int(registers),
             "smem_per_block_kb": _kb(_value(m, nm.SMEM_STATIC), _value(m, nm.SMEM_DYNAMIC)),
@@ -443,8 +444,8 @@ def tensor_row(lab, name, launch, n, chip):
 K = ("kernel", "kernel", "")
 FP32_TABLES = [
     ("time, throughput, occupancy", [
-        K, ("time_us", "time us", ".1f"), ("tflops", "TFLOP/s", ".1f"), ("sm_pct", "SM %", ".1f"),
-        ("dram_pct", "DRAM %", ".1f"), ("fma_pipe_pct", "FMA pipe %", ".1f"), ("registers", "regs", "d"),
+        K, ("time_us", "time us", ".1f"), ("tflops", "TFLOP/s", ".1f"), ("sm_mhz", "SM MHz", ".0f"),
+        ("sm_pct", "SM %", ".1f"), ("dram_pct", "DRAM %", ".1f"), ("fma_pipe_pct", "FMA pipe %", ".1f"), ("registers", "regs", "d"),
         ("occupancy_theoretical_pct", "occ. theor. %", ".1f"), ("occupancy_achieved_pct", "occ. achieved %", ".1f")]),
     # ncu's shared-load bytes are counted after broadcast (common/ncu_metrics.py explains, with v6's
     # numbers): hence "unique B/lane" (not the access width) and an ideal that is a lower bound.
@@ -466,8 +467,8 @@ FP32_TABLES = [
 ]
 TENSOR_TABLES = [
     ("Speed of Light and tensor pipes (tensor FP = the HMMA part, % of peak over active cycles)", [
-        K, ("time_us", "time us", ".1f"), ("tflops", "TFLOP/s", ".1f"), ("sm_pct", "SM %", ".1f"),
-        ("tensor_all_pct", "tensor %", ".1f"), ("tensor_fp_pct", "tensor FP %", ".1f"),
+        K, ("time_us", "time us", ".1f"), ("tflops", "TFLOP/s", ".1f"), ("sm_mhz", "SM MHz", ".0f"),
+        ("sm_pct", "SM %", ".1f"), ("tensor_all_pct", "tensor %", ".1f"), ("tensor_fp_pct", "tensor FP %", ".1f"),
         ("hmma_inst_M", "tensor FP inst. M", ".2f"), ("memory_pct", "memory %", ".1f"), ("dram_pct", "DRAM %", ".1f")]),
     ("memory and occupancy (shared: LDS + LDSM wavefronts against the ideal after broadcast, unique bytes / 128,\n"
      "as in make ncu-table)", [
