@@ -253,15 +253,15 @@ def to_gigabytes_per_second(value, unit):
 
 
 def to_megahertz(value, unit):
-    """A clock rate as ncu prints it with --print-units base ("cycle/second"; scaled forms such as
-    "cycle/nsecond", "MHz" or "hertz" too) in MHz."""
+    """A clock rate as ncu prints it (with --print-units base ncu 2025.3 prints "hz"; "cycle/second",
+    "cycle/nsecond", "MHz" and the like too) in MHz."""
     if value is None:
         return None
     u = unit or ""
     m = re.fullmatch(r"cycle/(\w+)", u)
     if m and m.group(1) in _TIME:
         return value / _TIME[m.group(1)] / 1e6
-    m = re.fullmatch(r"([kKMGT]?)(?:Hz|hertz)", u)
+    m = re.fullmatch(r"([kKMGT]?)(?:Hz|hz|hertz)", u)          # ncu 2025.3 prints "hz"
     if not m:
         raise CourseError(f"ncu printed a clock rate in {unit!r}, a unit this course does not know",
                           hint="add it to common/ncu.py (to_megahertz)")

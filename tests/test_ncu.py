@@ -83,7 +83,8 @@ def test_numbers_lose_their_thousands_separators(text, value):
 def test_units_convert_and_unknown_units_are_refused():
     assert ncu.to_microseconds(2500, "nsecond") == pytest.approx(2.5)
     assert ncu.to_gigabytes_per_second(3.2, "Tbyte/second") == pytest.approx(3200)
-    assert ncu.to_megahertz(1.98e9, "cycle/second") == pytest.approx(1980)      # --print-units base
+    assert ncu.to_megahertz(1779345349.66, "hz") == pytest.approx(1779.345)    # --print-units base
+    assert ncu.to_megahertz(1.98e9, "cycle/second") == pytest.approx(1980)
     assert ncu.to_megahertz(1.755, "cycle/nsecond") == pytest.approx(1755)
     assert ncu.to_megahertz(1.98, "GHz") == pytest.approx(1980) and ncu.to_megahertz(None, "Hz") is None
     with pytest.raises(CourseError, match="clock rate"):
