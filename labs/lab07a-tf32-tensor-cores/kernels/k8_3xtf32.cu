@@ -25,7 +25,7 @@
 // 1. The split is a pass of its own, before the GEMM. Split where the fragments are loaded (k8's first
 //    form), each element costs 5 ALU instructions (2 FMNMX, IADD3, LOP3, FADD) every time a warp
 //    loads it, and 2 or 4 warps load each one: 5.7 instructions per HMMA in the main loop against k7's
-//    3.9. Here tf32gemm_k8_split splits every element of A and B once, into global memory, and the
+//    4.0. Here tf32gemm_k8_split splits every element of A and B once, into global memory, and the
 //    GEMM loads big and small parts as plain data: its main loop holds no split instruction at all.
 //    The pass reads A and B once and writes twice their size: some 4 % of the GEMM's time at 4096^3,
 //    2 % at 8192^3 (an estimate from the bytes it moves).
