@@ -13,12 +13,14 @@ make bounds, the shape sweep, the profilers and a lab's tools share.
     Tuning(kernel, candidates, illegal, sizes)   what `make tune` searches for one ladder
     tune_candidates(lab, ladder, spec, arch)     -> (rows to time, [(name, why refused)])
     shape_class(n), tuned_path(lab, facts), tuned_kernel(lab, ladder, facts, size), tuned_builds(lab, arch),
+    source_sha(kernel), stale_tuned(lab, ladder, facts, size)   which source a tuned record was timed on
     tuned_named(lab, "v8:tuned", facts, size), merge_tuned(recorded, best)   the tuned record: read, merged
     TUNED                          ":tuned", the suffix that names the build `make tune` recorded
     read_json(path)                a record, or {} when there is none
 """
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
@@ -257,13 +259,36 @@ def tuned_kernel(lab, ladder, facts, size=4096):
     return _tuned_row(lab, best)
 
 
+def source_sha(kernel):
+    """The first 16 hex digits of the sha256 of a kernel's source file (None where it has none): a tuned
+    record names the source it was timed on, and a record made for another version of it is not used."""
+    import hashlib
+    path = getattr(kernel, "path", "")
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else None
+    except OSError:
+        return None
+
+
+def stale_tuned(lab, ladder, facts, size=4096):
+    """A sentence where `make tune`'s record for this GPU, ladder and size class was timed on another
+    version of its kernel's source (so `make bench` leaves it out), else None."""
+    best = (read_json(tuned_path(lab, facts)).get("best") or {}).get(ladder, {}).get(shape_class(size))
+    base = lab.kernels.get((best or {}).get("kernel"))
+    if not best or not best.get("params") or base is None or best.get("source_sha") in (None, source_sha(base)):
+        return None
+    return (f"{ladder} {size}^3: {base.name}'s tuned build is left out: `make tune` timed it on another version "
+            f"of kernels/{base.source}; run `make tune` again to time this one")
+
+
 def _tuned_row(lab, best):
-    """A recorded best ({kernel, params, ...}) as a row of the lab's table, or None (no parameters: the
-    defaults won; a kernel or parameter the table no longer has)."""
+    """A recorded best ({kernel, params, source_sha, ...}) as a row of the lab's table, or None (no
+    parameters: the defaults won; a kernel or parameter the table no longer has; a record timed on
+    another version of the kernel's source)."""
     if not best or not best.get("params"):
         return None
     base = lab.kernels.get(best.get("kernel"))
-    if base is None:
+    if base is None or best.get("source_sha") not in (None, source_sha(base)):
         return None
     try:
         return base.with_params(**best["params"])

@@ -25,7 +25,7 @@ from . import register_banks, report, sass as sassmod
 from .errors import CourseError
 from .kernels import skipped_on
 from .measure import (BASELINE, Measurer, as_tuning, ladder_info, merge_tuned, needs_gpu, read_json, shape_class,
-                      slug, tune_candidates, tuned_builds, tuned_kernel, tuned_path)
+                      slug, source_sha, stale_tuned, tune_candidates, tuned_builds, tuned_kernel, tuned_path)
 
 DEFAULT_SIZES = [1024, 2048, 4096]
 SELFCHECK_SHAPES = [(1, 1, 8), (17, 33, 16), (130, 260, 104), (257, 129, 512), (300, 200, 8), (96, 385, 1000)]
@@ -223,6 +223,8 @@ def bench(lab, args, kernels_by_ladder=None, sizes=None, stem=None, out_dir=None
                 if k is not None:
                     print(f"{n} {size}^3: also timing {k.name}, the best configuration `make tune` recorded "
                           f"for this GPU (a {shape_class(size)} square)")
+                elif stale_tuned(lab, n, facts, size):
+                    print(stale_tuned(lab, n, facts, size))
     stem = stem or f"{lab.short}-bench"
     runnable = {}
     for ladder, ks in kernels_by_ladder.items():
@@ -360,7 +362,8 @@ def tune(lab, args):
                 # size's winner: the sizes come in the order the lab's Tuning lists them
                 best.setdefault(ladder, {}).setdefault(shape_class(n), {
                     "kernel": k.base_name, "params": k.defines, "tflops": top["tflops"],
-                    "pct_of_cublas": top["pct_of_cublas"], "size": n})
+                    "pct_of_cublas": top["pct_of_cublas"], "size": n,
+                    "source_sha": source_sha(lab.kernel(k.base_name))})
                 shown = sorted(ok, key=lambda r: -r["tflops"])[:8]
                 base_row = next(r for r in rows if r["kernel"] == BASELINE)
                 print(report.table([base_row] + shown, [("kernel", "configuration", ""), ("tflops", "TFLOP/s", ".1f"),

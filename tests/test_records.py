@@ -236,3 +236,27 @@ def test_tune_leaves_out_a_ladder_whose_kernel_this_gpu_cannot_run_and_says_why(
     with pytest.raises(CourseError) as e:
         targets.tune(lab, SimpleNamespace(size=None, budget=None, ladder="fp16"))
     assert "Test GPU" in e.value.message and "sm_90a" in e.value.message and tuned == ["fp32"]
+
+
+def test_a_tuned_record_timed_on_another_version_of_the_kernel_is_left_out(tmp_path, monkeypatch):
+    """k7 changed after `make tune` recorded STAGES = 4 for it: that build was slower than the new default,
+    and `make bench` timed it as "k7 (tuned)" anyway. A record names the source it was timed on; a record
+    for another version is not used, and the bench says why. Records from before source_sha still count."""
+    import json
+    from common import measure
+    from common.lab import load
+    lab = load("lab07a-tf32-tensor-cores")
+    facts = {"name": "Test GPU"}
+    monkeypatch.setattr(measure, "tuned_path", lambda lab, facts: tmp_path / "tuned.json")
+    k7 = lab.kernel("k7")
+    assert measure.source_sha(k7) and measure.source_sha(k7) == measure.source_sha(lab.kernel("k7"))
+    for sha, used in ((measure.source_sha(k7), True), (None, True), ("0" * 16, False)):
+        best = {"kernel": "k7", "params": {"STAGES": 4}, **({"source_sha": sha} if sha else {})}
+        (tmp_path / "tuned.json").write_text(json.dumps({"best": {"tf32": {"large": best}}}))
+        row = measure.tuned_kernel(lab, "tf32", facts, 4096)
+        note = measure.stale_tuned(lab, "tf32", facts, 4096)
+        assert (row is not None) == used and (note is None) == used
+        if used:
+            assert row.base_name == "k7" and row.defines == {"STAGES": 4}
+        else:
+            assert "k7_unroll_xor_stages.cu" in note and "make tune" in note
