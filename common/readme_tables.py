@@ -168,10 +168,14 @@ def committed(directory, pattern):
     return [f for f in files if f.resolve() in tracked]
 
 
-def _newest(lab, pattern):
-    """The newest committed record by its recorded date (records.newest's order, on committed files)."""
+def _newest(lab, pattern, ladder=None):
+    """The newest committed record by its recorded date (records.newest's order, on committed files);
+    with `ladder`, the newest that times that ladder (`make bench LADDER=tf32` writes lab07a-bench-tf32_*,
+    a whole `make bench` lab07a-bench_*: a marker's glob may take both)."""
     import json
     found = [(json.loads(f.read_text()), f) for f in committed(lab.results_dir, pattern)]
+    if ladder is not None:
+        found = [(r, f) for r, f in found if ladder in records.ladders(r)]
     found.sort(key=lambda rp: (rp[0].get("run", {}).get("date", ""), rp[1].stat().st_mtime))
     record = found[-1][0] if found else None
     if record is None:
@@ -207,7 +211,7 @@ def render(lab, spec):
     """The block's table; a spec that names no ladder gives one table per ladder of the record, so a
     ladder added to the lab shows up with the record that first times it."""
     s = parse_spec(spec) if isinstance(spec, str) else spec
-    record = _newest(lab, s["record"])
+    record = _newest(lab, s["record"], s.get("ladder"))
     if "ladder" not in s:
         return "\n\n".join(render(lab, {**s, "ladder": ladder}) for ladder in records.ladders(record))
     ladder = s["ladder"]
@@ -247,7 +251,7 @@ def furthest(lab, spec):
     """One line that says how far a README block's record went: the ladder's furthest rung at the
     largest size, or, for a sweep, the kernel whose worst % of cuBLAS over the block's shapes is best."""
     s = parse_spec(spec) if isinstance(spec, str) else spec
-    record = _newest(lab, s["record"])
+    record = _newest(lab, s["record"], s.get("ladder"))
     if "ladder" not in s:
         return "<br>".join(furthest(lab, {**s, "ladder": ladder}) for ladder in records.ladders(record))
     ladder = s["ladder"]

@@ -196,3 +196,16 @@ def test_a_block_naming_no_ladder_shows_every_ladder_of_the_record(tmp_path):
     assert text.count("| rung | the idea it adds |") == 2 and "% of cuBLAS GemmEx, FP16" in text
     assert rt.furthest(lab, "ladder record=fake-bench_*.json") == \
         "v2: 87.2 % of cuBLAS SGEMM at 4096³ (Test GPU)<br>v2: 87.2 % of cuBLAS HGEMM at 4096³ (Test GPU)"
+
+
+def test_a_block_naming_a_ladder_takes_the_newest_record_that_times_it(tmp_path):
+    """`make bench LADDER=fp16` writes a record of one ladder, newer than the whole bench before it: the
+    fp32 block keeps the whole bench's table (and its furthest rung), the fp16 block takes the new one."""
+    whole = _record("2026-12-01T00:00:00+00:00", 50.0)
+    newer = _record("2026-12-05T00:00:00+00:00", 91.0)
+    newer["results"] = [dict(r, ladder="fp16") for r in newer["results"]]
+    newer["ladders"] = {"fp16": {"precision": "fp16_tensor", "baseline_mode": "cuBLAS GemmEx, FP16"}}
+    lab = _fake_lab(tmp_path, [whole, newer])
+    assert "| 50.0 % |" in rt.render(lab, "ladder record=fake-bench_*.json ladder=fp32 sizes=4096")
+    assert "| 91.0 % |" in rt.render(lab, "ladder record=fake-bench_*.json ladder=fp16 sizes=4096")
+    assert rt.furthest(lab, "ladder record=fake-bench_*.json ladder=fp32") == "v2: 50.0 % of cuBLAS SGEMM at 4096³ (Test GPU)"

@@ -49,7 +49,7 @@ TF32 = [
          "neighbouring blocks share A and B panels in L2 (worklog: 85 %)"),
     _row("k6", "k6_float2_stores.cu", "k5 + float2 stores of the accumulators",
          "each lane's accumulator pairs are adjacent in C: STG.E.64 (worklog: 90 %)"),
-    _row("k7", "k7_unroll_xor_stages.cu", "k6 + full unrolling (with the XOR stage toggle)",
+    _row("k7", "k7_unroll_xor_stages.cu", "k6 + full unrolling (with the XOR stage toggle), B fragments a k-step ahead",
          "the worklog's final kernel: level with cuBLAS on an A100 (98-100 %)"),
     # the yardstick, not a rung: NVIDIA CUTLASS's Ampere TF32 GEMM, the same instruction as k2..k7, from
     # the headers of the nvidia-cutlass wheel (common/headers.py finds them at build time)
