@@ -71,7 +71,8 @@ def _recorded_time(paths):
 
 
 def _git_added(paths, root):
-    """The time git first saw any of the run's files (seconds; 0 when not known)."""
+    """The time git first saw any of the run's files (seconds). A run git has not seen yet is the newest:
+    records copied in from a GPU run and not yet committed must never be the ones pruned."""
     times = []
     for p in paths:
         try:
@@ -80,7 +81,7 @@ def _git_added(paths, root):
         except (OSError, subprocess.TimeoutExpired):
             out = []
         times += [int(t) for t in out]
-    return min(times) if times else 0
+    return min(times) if times else float("inf")
 
 
 def order_key(run, paths, root):

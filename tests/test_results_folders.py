@@ -77,3 +77,20 @@ def test_the_prune_script_lists_and_removes_nothing_by_default():
                        timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 0, p.stderr
     assert all(line.startswith(("labs/", "results:", "  would remove")) for line in p.stdout.splitlines()), p.stdout
+
+
+def test_a_run_git_has_not_seen_yet_is_the_newest(tmp_path):
+    """make test's records carry no run.date and name the day only: between two of the same day, the one
+    just copied in from a GPU run (not committed yet) is the newer, never the one pruned."""
+    d = tmp_path / "results"
+    d.mkdir()
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "PATH": "/usr/bin:/bin"}
+    git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True, env=env)
+    git("init", "-q")
+    (d / "make-test-part3_gpu_2026-12-06_fffffff.json").write_text('{"date": "2026-12-06"}')
+    git("add", "-A")
+    git("commit", "-q", "-m", "an older run")
+    (d / "make-test-part3_gpu_2026-12-06_1111111.json").write_text('{"date": "2026-12-06"}')
+    assert [p.name for p in runs.superseded(d, tmp_path, keep_named=False)] == \
+        ["make-test-part3_gpu_2026-12-06_fffffff.json"]
