@@ -223,8 +223,8 @@ def bench(lab, args, kernels_by_ladder=None, sizes=None, stem=None, out_dir=None
                 if k is not None:
                     print(f"{n} {size}^3: also timing {k.name}, the best configuration `make tune` recorded "
                           f"for this GPU (a {shape_class(size)} square)")
-                elif stale_tuned(lab, n, facts, size):
-                    print(stale_tuned(lab, n, facts, size))
+                elif (note := stale_tuned(lab, n, facts, size)):
+                    print(note)
     stem = stem or f"{lab.short}-bench"
     runnable = {}
     for ladder, ks in kernels_by_ladder.items():
