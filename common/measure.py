@@ -255,8 +255,17 @@ def tuned_path(lab, facts):
 
 def tuned_kernel(lab, ladder, facts, size=4096):
     """The best configuration `make tune` recorded for this GPU, ladder and size class, as a row, or None."""
-    best = (read_json(tuned_path(lab, facts)).get("best") or {}).get(ladder, {}).get(shape_class(size))
-    return _tuned_row(lab, best)
+    return _tuned_row(lab, _recorded_best(lab, ladder, facts, size))
+
+
+def _recorded_best(lab, ladder, facts, size):
+    return (read_json(tuned_path(lab, facts)).get("best") or {}).get(ladder, {}).get(shape_class(size))
+
+
+def _stale(best, base):
+    """Whether a recorded best was timed on another version of its kernel's source (records made before
+    source_sha was recorded count as current)."""
+    return best.get("source_sha") not in (None, source_sha(base))
 
 
 def source_sha(kernel):
@@ -273,9 +282,9 @@ def source_sha(kernel):
 def stale_tuned(lab, ladder, facts, size=4096):
     """A sentence where `make tune`'s record for this GPU, ladder and size class was timed on another
     version of its kernel's source (so `make bench` leaves it out), else None."""
-    best = (read_json(tuned_path(lab, facts)).get("best") or {}).get(ladder, {}).get(shape_class(size))
+    best = _recorded_best(lab, ladder, facts, size)
     base = lab.kernels.get((best or {}).get("kernel"))
-    if not best or not best.get("params") or base is None or best.get("source_sha") in (None, source_sha(base)):
+    if not best or not best.get("params") or base is None or not _stale(best, base):
         return None
     return (f"{ladder} {size}^3: {base.name}'s tuned build is left out: `make tune` timed it on another version "
             f"of kernels/{base.source}; run `make tune` again to time this one")
@@ -288,7 +297,7 @@ def _tuned_row(lab, best):
     if not best or not best.get("params"):
         return None
     base = lab.kernels.get(best.get("kernel"))
-    if base is None or best.get("source_sha") not in (None, source_sha(base)):
+    if base is None or _stale(best, base):
         return None
     try:
         return base.with_params(**best["params"])
