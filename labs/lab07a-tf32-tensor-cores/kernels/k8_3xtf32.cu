@@ -52,6 +52,12 @@
 //    128 x 128, 8 warps, at most 255 registers each. A stage holds four tiles (A and B, big and small):
 //    32 KB at BK = 16, and 3 stages (96 KB, under the 99 KB that sm_86/89/120 allow a block) keep two
 //    tiles in flight while one is multiplied. 3 is not a power of two: the stage index wraps by a compare.
+// 6. B's fragments a k8 step ahead: k7's item 4 applied here, not yet measured on a GPU. A step loads
+//    the next step's B fragments (big and small) into a second register set while its own HMMAs run,
+//    across the tile boundary too: a tile's last step loads its A fragments, waits for the next tile and
+//    passes the tile's one barrier, loads the next tile's step-0 B fragments, then runs its HMMAs, and
+//    the chain is promoted after them as before. A's fragments are loaded at the top of each step, as in
+//    k7. The second set costs registers: the vec entry has 240 (was 224) on sm_80..89, no spills.
 // The arithmetic is k8's first form's, to the bit: the same split (split_tf32), the same mma order, the
 // same chains of KCHUNK; the tolerance and `make accuracy` apply unchanged. Everything else is k7:
 // ldmatrix, swizzled tiles (one swizzle for all four), the cp.async pipeline, the k8 loop unrolled,
@@ -60,9 +66,11 @@
 //
 // SASS to look for. The GEMM's main loop: 3 x (BK/8) x MI x NJ = 96 HMMA.1688.F32.TF32 per tile (48 per
 // k8 step), (BK/8) x (2 MI + NJ) = 24 LDSM and no LDS, A_CHUNKS + B_CHUNKS = 8 predicated
-// LDGSTS.E.BYPASS.128 at immediate offsets, one BAR.SYNC, no FMNMX; the promotion's MI x NJ x 4 = 64
-// FADDs (and the chain's zeroing, CS2R) behind a branch taken once per KCHUNK. About 2.8 instructions
-// per HMMA in the loop, 1.8 in a tile without promotion (sm_80..90; sm_120 adds a NOP between HMMAs).
+// LDGSTS.E.BYPASS.128 at immediate offsets, one BAR.SYNC among the last k8 step's HMMAs (after the
+// DEPBAR of the wait) with the next tile's NJ step-0 B LDSM after it (item 6), no FMNMX; the promotion's
+// MI x NJ x 4 = 64 FADDs (and the chain's zeroing, CS2R) behind a branch taken once per KCHUNK. About 2.8
+// instructions per HMMA in the loop, 1.8 in a tile without promotion (sm_80..90; sm_120 adds a NOP
+// between HMMAs).
 // STG.E.64 in the vec epilogue; no local memory. The split pass: per element FSETP and FSEL (the clamp's
 // limit, 1 for Inf and NaN), its 2 FMNMX, the integer rounding and one FADD, once; LDS/STS of B's
 // transpose, one BAR.SYNC.
@@ -316,49 +324,91 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
         cp_async_commit();
     }
 
+    // The fragments of one k8 step (st: the stage to read, kk: the step's k in the tile), big and small
+    // parts. Every offset is a constant once the step loop is unrolled. B: two n8 fragments per LDSM.x4.
+    auto load_a = [&](uint32_t (&big)[MI][4], uint32_t (&small)[MI][4], int st, int kk) {
+        const uint32_t a_k8 = a_lane + st * STAGE * sizeof(float) + (((kk / 4) ^ a_x) << 4);
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+            ldmatrix_x4(big[i], a_k8 + i * 16 * BK * sizeof(float));
+            ldmatrix_x4(small[i], a_k8 + (A_TILE + i * 16 * BK) * sizeof(float));
+        }
+    };
+    auto load_b = [&](uint32_t (&big)[NJ / 2][4], uint32_t (&small)[NJ / 2][4], int st, int kk) {
+        const uint32_t b_k8 = b_lane + st * STAGE * sizeof(float) + (((kk / 4) ^ b_x) << 4);
+#pragma unroll
+        for (int jj = 0; jj < NJ / 2; ++jj) {
+            ldmatrix_x4(big[jj], b_k8 + jj * 16 * BK * sizeof(float));
+            ldmatrix_x4(small[jj], b_k8 + (B_TILE + jj * 16 * BK) * sizeof(float));
+        }
+    };
+
+    // Main loop: k7's, B fragments a step ahead (item 6). One barrier per tile, at its last k8 step: B(kt)
+    // (B(-1) is before the loop). A step loads its A fragments (big, small), then the B fragments (big,
+    // small) of the next step into the other register set, then runs its HMMAs; at a tile's last step the
+    // next step is step 0 of the next tile, loaded after B(kt). Why one barrier per tile is enough (as k7):
+    //  - tile kt's stage is read only between B(kt-1) (its step-0 B fragments are loaded right after
+    //    it) and B(kt) (its last A fragments are loaded right before it);
+    //  - issue() in tile kt writes tile kt+STAGES-1 into the stage of tile kt-1, after B(kt-1), by
+    //    which every warp has read tile kt-1;
+    //  - at B(kt) this thread has committed tiles 0 .. kt+STAGES-1 (one group each, in order, empty ones
+    //    past the last tile), so wait<STAGES-2> has tiles 0 .. kt+1 landed for it, and B(kt) for every
+    //    thread. Hence, when a tile is one k8 step (BK = 8), its copies go out before that wait rather
+    //    than behind its HMMAs.
+    // Promotion: the B fragments loaded for the next tile are registers apart from the chain; the chain
+    // of tile kt still ends with its last step's HMMAs, and is promoted before tile kt+1's first.
+    constexpr int STEPS = BK / 8;               // k8 steps per tile: 1 or even (BK is a power of two)
+    uint32_t b_big[2][NJ / 2][4], b_small[2][NJ / 2][4];   // B fragments of step s in set s % 2
     int rs = 0, ws = STAGES - 1;                // read and write stage, each wrapping to 0 after STAGES - 1
+    cp_async_wait<STAGES - 2>();                // tile 0 has landed (this thread's copies) ...
+    __syncthreads();                            // ... everyone's: B(-1)
+    load_b(b_big[0], b_small[0], 0, 0);
 #pragma unroll 1
     for (int kt = 0; kt < ktiles; ++kt) {
-        cp_async_wait<STAGES - 2>();            // tile kt has landed (this thread's copies) ...
-        __syncthreads();                        // ... everyone's, and buffer ws is free again
-
-        const uint32_t a_st = a_lane + rs * STAGE * sizeof(float);
-        const uint32_t b_st = b_lane + rs * STAGE * sizeof(float);
+        const int next = rs == STAGES - 1 ? 0 : rs + 1;    // the stage of tile kt+1
+        auto copy_ahead = [&] {                 // tile kt+STAGES-1 into the stage of tile kt-1
+            issue(ws, kt + STAGES - 1 < ktiles);
+            cp_async_commit();
+        };
 #pragma unroll
-        for (int kk = 0; kk < BK; kk += 8) {   // fully unrolled: offsets below become immediates
+        for (int s = 0; s < STEPS; ++s) {       // fully unrolled: set indices and offsets are constants
+            const int kk = 8 * s, cur = s % 2, nxt = cur ^ 1;
             uint32_t a_big[MI][4], a_small[MI][4];
-            const uint32_t a_k8 = a_st + (((kk / 4) ^ a_x) << 4);
-#pragma unroll
-            for (int i = 0; i < MI; ++i) {
-                ldmatrix_x4(a_big[i], a_k8 + i * 16 * BK * sizeof(float));
-                ldmatrix_x4(a_small[i], a_k8 + (A_TILE + i * 16 * BK) * sizeof(float));
+            load_a(a_big, a_small, rs, kk);
+            if (s + 1 < STEPS) {
+                load_b(b_big[nxt], b_small[nxt], rs, kk + 8);
+            } else {
+                if (STEPS == 1) copy_ahead();   // BK = 8: before the wait (see above)
+                cp_async_wait<STAGES - 2>();    // tile kt+1 has landed (this thread's copies) ...
+                __syncthreads();                // ... everyone's, and no warp reads tile kt any more: B(kt)
+                // The last tile loads too, with no branch (as k7): its own stage again (no copy writes
+                // it any more), into registers never used.
+                load_b(b_big[nxt], b_small[nxt], kt + 1 < ktiles ? next : rs, 0);
             }
-            // two B fragments per LDSM.x4, big and small; for each fragment three passes over the MI
-            // accumulators, the small products first (item 3 above); the MI mma of a pass are independent
-            const uint32_t b_k8 = b_st + (((kk / 4) ^ b_x) << 4);
+            // for each B fragment three passes over the MI accumulators, the small products first
+            // (item 3 above); the MI mma of a pass are independent
 #pragma unroll
-            for (int jj = 0; jj < NJ / 2; ++jj) {
-                uint32_t bb[4], bs[4];
-                ldmatrix_x4(bb, b_k8 + jj * 16 * BK * sizeof(float));
-                ldmatrix_x4(bs, b_k8 + (B_TILE + jj * 16 * BK) * sizeof(float));
+            for (int j = 0; j < NJ; ++j) {
+                const int jj = j / 2, h = j % 2;
+                const uint32_t bb[2] = {b_big[cur][jj][2 * h], b_big[cur][jj][2 * h + 1]};
+                const uint32_t bs[2] = {b_small[cur][jj][2 * h], b_small[cur][jj][2 * h + 1]};
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int j = 2 * jj + h;
-                    const uint32_t b_big[2] = {bb[2 * h], bb[2 * h + 1]};
-                    const uint32_t b_small[2] = {bs[2 * h], bs[2 * h + 1]};
+                for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a_small[i], bb);
 #pragma unroll
-                    for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a_small[i], b_big);
+                for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a_big[i], bs);
 #pragma unroll
-                    for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a_big[i], b_small);
+                for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a_big[i], bb);
+            }
+            if (s == 0 && STEPS > 1) copy_ahead();  // behind the first step's HMMAs (as k7)
+        }
+        if constexpr (STEPS == 1) {             // BK = 8: the next tile's step 0 went to set 1, move it to 0
 #pragma unroll
-                    for (int i = 0; i < MI; ++i) mma_tf32_16x8x8(acc[i][j], a_big[i], b_big);
+            for (int jj = 0; jj < NJ / 2; ++jj)
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    b_big[0][jj][r] = b_big[1][jj][r];
+                    b_small[0][jj][r] = b_small[1][jj][r];
                 }
-            }
-            // the next tile's copies go out behind the first step's HMMAs (as k7)
-            if (kk == 0) {
-                issue(ws, kt + STAGES - 1 < ktiles);
-                cp_async_commit();
-            }
         }
         // promotion (item 4 above): the chain ends with every CHUNK_TILES-th tile, and with the last
         if ((kt + 1) % CHUNK_TILES == 0 || kt + 1 == ktiles) {
@@ -372,7 +422,7 @@ __device__ __forceinline__ void body(int M, int N, int K, float alpha, const flo
                         acc[i][j][r] = 0.0f;
                     }
         }
-        rs = rs == STAGES - 1 ? 0 : rs + 1;
+        rs = next;
         ws = ws == STAGES - 1 ? 0 : ws + 1;
     }
 
