@@ -111,8 +111,8 @@ WGMMA_DECODE = Kernel("wgmma_decode", "wgmma_decode.cu", {"": "hgemm_wgmma_decod
                       claim="64 x 4096^2 needs 128 SMs, not 64: the blocks of a cluster share a tile and "
                             "each reads 1 / KSPLIT of K, with no workspace and no second kernel")
 # FP16 split-K on Hopper: one block per SM (floor(SMs / tiles) splits), trimmed to whole BK = 64
-# slices with no empty split (the file's header: 128 splits of 8 slices at 128 x 128 x 65536, not 132
-# with 4 empty). WGMMA_BK is the file's BK (a test checks).
+# slices with no empty split (the file's header: 64 x 128 tiles, 2 tiles x 64 splits of 16 slices at
+# 128 x 128 x 65536, not 66 with 2 empty). WGMMA_BK is the file's BK (a test checks).
 WGMMA_BK = 64
 
 
@@ -130,7 +130,7 @@ WGMMA_SPLITK = Kernel("wgmma_splitk", "wgmma_splitk.cu", {"": "hgemm_wgmma_split
                                             fused=(("", "hgemm_wgmma_splitk_fused"),)),
                       title="split-K on Hopper: lab 7c's TMA + wgmma pipeline, one range of K per block, "
                             "the same ordered reduce, in one launch",
-                      claim="few output tiles and a long K: 128 blocks stream A and B through 4 x 32 KB "
+                      claim="few output tiles and a long K: 128 blocks of 64 x 128 stream A and B through 4 x 24 KB "
                             "TMA stages into wgmma; the partials are added in split order, bitwise repeatable")
 LADDERS = {
     "fp32": [GEMV_FP32, SPLITK_FP32, SPLITK_V8, LAB7.kernel("v8")],

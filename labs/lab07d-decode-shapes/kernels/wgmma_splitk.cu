@@ -15,9 +15,9 @@
 //   Tensor maps as lab 7c's h4: tmA FP16 dims (K, M) box (64, BM); tmB FP16 dims (N, K) box (64, BK);
 //     both CU_TENSOR_MAP_SWIZZLE_128B (launch.py, TmaSplitK, builds them with lab 7c's code; a padded
 //     copy of B when N % 8).
-//   Launch:  grid (ceil(N / BN), ceil(M / BM), splits), THREADS = 384, SMEM_BYTES dynamic; then the
-//            reduce, grid ceil(M N / REDUCE_THREADS) x REDUCE_THREADS, on the same stream; or the fused
-//            entry alone when the grid has at most one block per SM (launch.uses_fused).
+//   Launch:  grid (ceil(N / BN), ceil(M / BM), splits), THREADS = (BM / 64 + 1) x 128, SMEM_BYTES
+//            dynamic; then the reduce, grid ceil(M N / REDUCE_THREADS) x REDUCE_THREADS, on the same
+//            stream; or the fused entry alone when the grid has at most one block per SM (launch.uses_fused).
 //   Shapes:  any M, N >= 1; K a multiple of 8 (A's TMA pitch). Built for sm_90a only (HOPPER_STUB: a
 //            trap elsewhere). Bitwise repeatable for a given number of splits; the fused entry gives
 //            the same bits as the two launches (the same additions in the same order).
@@ -31,25 +31,26 @@
 // This file is wgmma_decode's lesson (bytes in flight, one TMA thread, no ldmatrix) put on split-K.
 //
 // Tiles and why, in bytes and blocks (H200: 132 SMs):
-//   BM x BN = 128 x 128. Each tile reads its BM rows of A and BN columns of B over all of K, so the
-//     L2-to-SM traffic is A's bytes x tiles_n + B's bytes x tiles_m. At 128 x 128 x 65536 (1 tile)
-//     that is the 32 MB once; at 256 x 256 x 32768 (2 x 2 tiles) 64 MB, 512 KB a block. A 64 x 64 tile
-//     reads 64 and 128 MB: 1 MB a block at 256 x 256, what one SM's port could not pull in time in
-//     wgmma_decode at 64 blocks. 128 x 128 is splitk_fp16's tile too, so the dispatcher's `tiles`
-//     (dispatch.shape_facts) is this kernel's. (A stage is 32 KB, not wgmma_decode's 16 KB: the
-//     smaller tile's stage would buy nothing here but more bytes to move.)
+//   BM x BN = 64 x 128. Each tile reads its BM rows of A and BN columns of B over all of K, and each
+//     split of it writes a BM x BN FP32 partial that the reduce reads back: both go through L2. The
+//     partials are what the tile decides. At 128 x 128 x 65536 a 128 x 128 tile took 128 splits (128 x
+//     64 KB = 8 MB of partials written and read back, for 32 MB of A and B); 64 x 128 takes 2 tiles x 64
+//     splits, 4 MB of partials, and reads B twice from L2 (48 MB of L2 traffic, 32 MB from DRAM: the two
+//     tiles of a split run at once). Measured on an H100 (NOTES, "64 x 128 tiles"): 94.3 % of cuBLAS
+//     HGEMM against 82.3 % at 128 x 128 x 65536, 87.2 % against 83.7 % at 256 x 256 x 32768; 128 x 64 (A
+//     read twice) 93.6 / 85.2 %, 64 x 64 (both twice) 92.6 / 71.6 %. Spreading the reduce's loads over
+//     more threads made it slower (NOTES): the partials' bytes in L2 are the cost, not their latency.
 //   Blocks: floor(SMs / tiles) splits (lab.py's rule, never more than one block per SM: the fused
 //     form's grid barrier needs every block resident), trimmed so that no split is empty: K = 65536 is
-//     1024 slices of 64, 132 splits would be 8 slices each with 4 empty, so 128 splits, 128 blocks of
-//     8 slices (256 KB of A and B each); 256 x 256 x 32768: 4 tiles x 32 splits of 16 slices (512 KB).
+//     1024 slices of 64; 66 splits would leave 2 empty, so 64 splits of 16 slices (384 KB of A and B a
+//     block), 128 blocks. 256 x 256 x 32768: 8 tiles x 16 splits of 32 slices, 128 blocks.
 //   BK = 64: one 128-byte swizzle row of halves (lab 7c). Split boundaries are whole BK slices.
-//   STAGES = 4 of 32 KB (16 KB of A, 16 KB of B): 128 KB in flight per SM, the depth that streamed
-//     best in wgmma_decode (8 x 16 KB; 6 x 16 KB as good, 4 x 16 KB lost 18 points, 10-13 x 16 KB lost
-//     3). 129 KB of the 227 KB a block may have. (To sweep on the GPU: STAGES = 3 .. 6.)
-//   CONSUMERS = BM / 64 = 2 warpgroups of m64n128k16 (64 accumulators a thread) + 1 producer
-//     warpgroup: 384 threads. The multiplies are not the limit: 128 x 128 x 512 is 16.8 MFLOP, 2.2 us of
-//     one SM's 7.5 TFLOP/s, against ~8 us to stream its 256 KB at 1/132 of the bandwidth. Two
-//     consumers halve the epilogue: 64 KB of partial tile a block, 256 threads storing it.
+//   STAGES = 4 of 24 KB (8 KB of A, 16 KB of B): 96 KB in flight per SM (wgmma_decode streamed best
+//     with 96-128 KB in flight: 6 or 8 stages of 16 KB; 4 x 16 KB lost 18 points). 97 KB of the 227 KB
+//     a block may have.
+//   CONSUMERS = BM / 64 = 1 warpgroup of m64n128k16 (64 accumulators a thread) + 1 producer warpgroup:
+//     256 threads. The multiplies are not the limit: 64 x 128 x 1024 is 16.8 MFLOP, 2.2 us of one SM's
+//     7.5 TFLOP/s, against ~11 us to stream its 384 KB. (BM = 128: two consumer warpgroups, 384 threads.)
 //
 // The pipeline is wgmma_decode's without the cluster: thread 0 of the producer warpgroup issues one
 // TMA box of A (64 x BM) and BN / 64 boxes of B (64 x 64) per slice onto FULL[s], after waiting on
@@ -58,7 +59,7 @@
 // slice's stage. A block with an empty K range (splits > slices) writes a zero partial. The epilogue
 // stores the accumulators straight to workspace[z] (store_acc_64xN: float2, guarded at the edges).
 // The fused form: the producer warpgroup has exited by then, so the consumers alone (named barrier
-// 1, 256 threads) fence their stores, arrive on the grid's counter, wait for every block, add their
+// 1, CONSUMER_THREADS threads) fence their stores, arrive on the grid's counter, wait for every block, add their
 // slice of the tile in z order (FUSED_UNROLL float4 loads from L2 in flight a thread) and hand the
 // counters back.
 //
@@ -72,13 +73,13 @@
 #include "splitk_reduce.cuh"  // the ordered reduce, and its one-launch form for a part of the block
 
 #ifndef BM
-#define BM 128      // block tile rows: 64 for each consumer warpgroup
+#define BM 64       // block tile rows: 64 for each consumer warpgroup (128: two of them)
 #endif
 #ifndef BN
 #define BN 128      // block tile columns = the wgmma's N
 #endif
 #ifndef STAGES
-#define STAGES 4    // K slices in flight per block: 4 x 32 KB
+#define STAGES 4    // K slices in flight per block: 4 x 24 KB
 #endif
 #ifndef FUSED_UNROLL
 #define FUSED_UNROLL 32   // the fused reduce: float4 partials loaded before they are added, per thread

@@ -151,9 +151,10 @@ def test_the_split_count_follows_the_gpus_sm_count():
     assert DISPATCH.plan(FP16, 128, 128, 65536, sms=84, arch="sm_89").splits == 84      # an RTX 4090-sized GPU
     assert DISPATCH.plan(FP16, 128, 128, 65536, sms=170, arch="sm_89").splits == 170
     # Hopper's wgmma_splitk: one block per SM in whole 64-deep slices (1024 of them), no split empty
-    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=132, arch="sm_90").splits == 128     # 8 slices each
-    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=114, arch="sm_90").splits == 114     # an H100 PCIe: 9 slices
-    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=170, arch="sm_90").splits == 147     # 7 slices each
+    # (2 tiles of 64 x 128 at 128 x 128)
+    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=132, arch="sm_90").splits == 64      # 16 slices each
+    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=114, arch="sm_90").splits == 57      # an H100 PCIe: 18 slices
+    assert DISPATCH.plan(FP16, 128, 128, 65536, sms=170, arch="sm_90").splits == 79      # 13 slices each
 
 
 def test_every_sweep_shape_gets_a_choice_whose_kernel_takes_it():

@@ -25,14 +25,15 @@ HOPPER_ONLY = {"wgmma_splitk", "wgmma_decode", "h4", "h6"}
 
 
 # --- the row and its file ------------------------------------------------------------------------
-def test_the_rows_tile_is_the_one_the_dispatchers_tiles_count():
-    """shape_facts counts `tiles` with the split-k rule's row (splitk_fp16, 128 x 128): the
-    split-k-wgmma rule's 2 tiles <= SMs is about wgmma_splitk's own tiles only while the two agree."""
-    assert ROW.tile == LAB.kernel("splitk_fp16").tile == (128, 128)
+def test_the_rows_tile_is_half_the_one_the_dispatchers_tiles_count():
+    """shape_facts counts `tiles` with the split-k rule's row (splitk_fp16, 128 x 128); wgmma_splitk's
+    tile is 64 x 128 (half the partials to add: the file's header), so its own tiles are at most twice
+    those, and the split-k-wgmma rule's 2 tiles <= SMs still leaves every one of its tiles an SM."""
+    assert LAB.kernel("splitk_fp16").tile == (128, 128) and ROW.tile == (64, 128)
     assert ROW.tiling.value("BK") == LAB.table.WGMMA_BK == 64
-    assert ROW.threads == 384                                      # a producer + 2 consumer warpgroups
-    stage = (128 * 64 + 64 * 128) * 2
-    assert stage == 32 * 1024 and ROW.tiling.value("STAGES") * stage == 128 * 1024   # in flight per SM
+    assert ROW.threads == 256                                      # a producer + 1 consumer warpgroup
+    stage = (64 * 64 + 64 * 128) * 2
+    assert stage == 24 * 1024 and ROW.tiling.value("STAGES") * stage == 96 * 1024    # in flight per SM
     assert ROW.shared_bytes == 4 * stage + 1024 <= 227 * 1024
     assert ROW.args == LAB.table.SPLITK_ARGS and ROW.archs == ("sm_90a",)
     assert ROW.launch_hook.reduce == REDUCE and dict(ROW.launch_hook.fused) == {"": FUSED}
@@ -138,8 +139,8 @@ def test_the_split_is_one_wave_in_whole_slices_with_no_empty_split(sms, M, N, K)
 
 
 def test_the_sweeps_split_k_shapes_get_128_blocks_on_the_h200():
-    assert LAUNCH.splits_for(ROW, 128, 128, 65536, SMS) == 128           # 8 slices of 64 each
-    assert LAUNCH.splits_for(ROW, 256, 256, 32768, SMS) == 32            # 4 tiles x 32: 16 slices each
+    assert LAUNCH.splits_for(ROW, 128, 128, 65536, SMS) == 64            # 2 tiles x 64: 16 slices of 64 each
+    assert LAUNCH.splits_for(ROW, 256, 256, 32768, SMS) == 16            # 8 tiles x 16: 32 slices each
 
 
 # --- the hook, with the driver faked ---------------------------------------------------------------
@@ -183,12 +184,12 @@ def test_the_hook_launches_the_fused_entry_on_one_wave_with_lab_7cs_maps(faked):
     ROW.launch_hook(ROW, None, M, N, K, 0x1000, 0x2000, 0x3000, 1.0, 0.0, None)
     (launch,) = _launches(log)
     _, entry, grid, block, smem, args = launch
-    assert (entry, grid, block, smem) == (FUSED, (1, 1, 128), (384,), ROW.shared_bytes)
+    assert (entry, grid, block, smem) == (FUSED, (1, 2, 64), (256,), ROW.shared_bytes)
     assert args[:3] == [M, N, K]
-    assert args[3] == ("map", 0x1000, "float16", M, K, 128, 64, K)        # A: boxes of 64 (K) x BM rows
+    assert args[3] == ("map", 0x1000, "float16", M, K, 64, 64, K)         # A: boxes of 64 (K) x BM rows
     assert args[4] == ("map", 0x2000, "float16", K, N, 64, 64, N)         # B: boxes of 64 columns x BK rows
-    assert args[5:] == [0x3000, 128, 0x100000]                            # C, splits, the workspace
-    assert ("workspace", ("fused", M, N, 128)) in log                     # partials, then 2 zeroed counters
+    assert args[5:] == [0x3000, 64, 0x100000]                             # C, splits, the workspace
+    assert ("workspace", ("fused", M, N, 64)) in log                      # partials, then 2 zeroed counters
     assert not any(e[0] in ("copy", "scratch") for e in log)
 
 
@@ -197,10 +198,10 @@ def test_the_hook_takes_the_main_kernel_and_the_reduce_when_the_grid_is_two_wave
     blocks that cannot start, so the main kernel writes the partials and the reduce adds them."""
     _, log, _ = faked
     M, N, K = 256, 256, 32768
-    k = LAUNCH.with_splits(ROW, 40)                                       # 4 tiles x 40 = 160 blocks
+    k = LAUNCH.with_splits(ROW, 40)                                       # 8 tiles x 40 = 320 blocks
     k.launch_hook(k, None, M, N, K, 0x1000, 0x2000, 0x3000, 1.0, 0.0, None)
     main, reduce = _launches(log)
-    assert main[1:4] == (ENTRY, (2, 2, 40), (384,)) and main[5][5:] == [0x3000, 40, 0x100000]
+    assert main[1:4] == (ENTRY, (2, 4, 40), (256,)) and main[5][5:] == [0x3000, 40, 0x100000]
     assert reduce[1:5] == (REDUCE, (math.ceil(M * N / 256),), (256,), 0)
     assert reduce[5] == [M, N, 40, 0x100000, 0x3000]                      # M, N, splits, workspace, C
     assert ("workspace", (M, N, 40)) in log
@@ -239,7 +240,7 @@ def test_a_replayed_call_looks_the_workspace_up_again(faked):
 
 def test_the_sweep_shows_the_rows_splits():
     labels = [e["label"] for e in sweep.entries(LAB, "fp16", "split-k", 128, 128, 65536, SMS)]
-    assert "wgmma_splitk (splits=128)" in labels, labels
+    assert "wgmma_splitk (splits=64)" in labels, labels
     names = [e["name"] for e in sweep.entries(LAB, "fp16", "small-k", 4096, 4096, 64, SMS)]
     assert "h4" in names and "h6" in names, names
 
@@ -263,7 +264,7 @@ def test_every_sweep_shape_is_planned_on_hopper_as_the_notes_say():
             assert (c.rule, c.kernel.base_name) == HOPPER_PLAN[shape], str(c)
         assert c.kernel.refusal(*shape) is None and c.kernel.serves(c.variant, *shape), str(c)
     assert DISPATCH.plan(FP16, 128, 128, 65536, sms=SMS, arch="sm_90").label == \
-        "gemm[split-k-wgmma: wgmma_splitk, splits=128]"
+        "gemm[split-k-wgmma: wgmma_splitk, splits=64]"
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_120"])
