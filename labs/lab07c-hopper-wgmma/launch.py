@@ -391,9 +391,9 @@ def tf32_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
 
 
 # --- 3xTF32: h4_3xtf32 -------------------------------------------------------------------------
-def split_grid(M, N, K):
-    """Blocks of the split pass: one per 32 x 32 tile of A (M x K), then one per tile of B (K x N)."""
-    return cdiv(K, 32) * cdiv(M, 32) + cdiv(K, 32) * cdiv(N, 32)
+def split_grid(M, N, K, tile):
+    """Blocks of the split pass: one per tile x tile tile of A (M x K), then one per tile of B (K x N)."""
+    return cdiv(K, tile) * cdiv(M, tile) + cdiv(K, tile) * cdiv(N, tile)
 
 
 def split_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
@@ -418,7 +418,7 @@ def split_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
                 _map(bt_parts, "float32", N, K, bn, SWIZZLE_FLOATS, pk),                 # Bt_big
                 _map(bt_parts + N * pk * 4, "float32", N, K, bn, SWIZZLE_FLOATS, pk)]    # Bt_small
         tiles_m, tiles_n = _tiles(kernel, M, N)
-        return [prepared_launch(split, (split_grid(M, N, K),), (32, 8),
+        return [prepared_launch(split, (split_grid(M, N, K, kernel.tiling.value("SPLIT_TILE")),), (32, 8),
                                 [*_ints(M, N, K), _ptr(a), _ptr(b), _ptr(a_parts), _ptr(bt_parts), *_ints(pk)], 0, s),
                 prepared_launch(f, (min(tiles_m * tiles_n, _sm_count()),), (kernel.threads,),
                                 [*_ints(M, N, K), *maps, _ptr(c)], kernel.shared_bytes, s)]
@@ -448,9 +448,9 @@ def tf32_registers_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, strea
 
 
 # --- 3xTF32 without the transpose: h6_3xtf32 --------------------------------------------------------
-def split_a_grid(M, K):
-    """Blocks of h6_3xtf32's split pass: one per 32 x 32 tile of A (M x K)."""
-    return cdiv(K, 32) * cdiv(M, 32)
+def split_a_grid(M, K, tile):
+    """Blocks of h6_3xtf32's split pass: one per tile x tile tile of A (M x K)."""
+    return cdiv(K, tile) * cdiv(M, tile)
 
 
 def split_a_registers_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
@@ -476,7 +476,7 @@ def split_a_registers_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, st
                 _map(bb, "float32", K, N, kernel.tiling.value("BK"), SWIZZLE_FLOATS, pb)]  # B as stored
         tmC, after = _c_map(kernel, M, N, c, stream)
         tiles_m, tiles_n = _tiles(kernel, M, N)
-        steps.append(prepared_launch(split, (split_a_grid(M, K),), (32, 8),
+        steps.append(prepared_launch(split, (split_a_grid(M, K, kernel.tiling.value("SPLIT_TILE")),), (32, 8),
                                      [*_ints(M, K), _ptr(a), _ptr(a_parts), *_ints(pk)], 0, s))
         steps.append(prepared_launch(f, (min(tiles_m * tiles_n, _sm_count()),), (kernel.threads,),
                                      [*_ints(M, N, K), *maps, tmC], kernel.shared_bytes, s))

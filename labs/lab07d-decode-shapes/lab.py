@@ -130,7 +130,7 @@ WGMMA_SPLITK = Kernel("wgmma_splitk", "wgmma_splitk.cu", {"": "hgemm_wgmma_split
                                             fused=(("", "hgemm_wgmma_splitk_fused"),)),
                       title="split-K on Hopper: lab 7c's TMA + wgmma pipeline, one range of K per block, "
                             "the same ordered reduce, in one launch",
-                      claim="few output tiles and a long K: 128 blocks of 64 x 128 stream A and B through 4 x 24 KB "
+                      claim="few output tiles and a long K: 128 blocks of 64 x 128 stream A and B through 6 x 24 KB "
                             "TMA stages into wgmma; the partials are added in split order, bitwise repeatable")
 LADDERS = {
     "fp32": [GEMV_FP32, SPLITK_FP32, SPLITK_V8, LAB7.kernel("v8")],

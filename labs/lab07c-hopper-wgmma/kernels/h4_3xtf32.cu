@@ -15,8 +15,8 @@
 //     tmAbig, tmAsmall:  dims (K, M), box (32, BM), row pitch `pitch` floats
 //     tmBbig, tmBsmall:  dims (K, N), box (32, BN), row pitch `pitch` floats
 //   Launch (the hook, per call, both timed): split_h4_3xtf32 with block (32, 8) on a 1-D grid of
-//     ceil(K / 32) ceil(M / 32) + ceil(K / 32) ceil(N / 32) blocks (one 32 x 32 tile each: A's first,
-//     then B's), pitch = K rounded up to 4 floats; then sgemm_h4_3xtf32 with THREADS = 384 on a
+//     ceil(K / T) ceil(M / T) + ceil(K / T) ceil(N / T) blocks (one T x T tile each, T = SPLIT_TILE:
+//     A's first, then B's), pitch = K rounded up to 4 floats; then sgemm_h4_3xtf32 with THREADS = 384 on a
 //     persistent grid (min(#SMs, tiles), 1, 1), SMEM_BYTES dynamic.
 //   Shapes:  any M, N, K >= 1 (the split writes every part at a padded pitch: TMA's 16-byte rule
 //            holds for any K).
@@ -61,7 +61,9 @@
 // Tiles and why: BM x BN = 128 x 128 (two consumer warpgroups, each m64n128k8), BK = 32 floats (one
 // 128-byte swizzle row, as h4_tf32), four 16 KB boxes a stage = 64 KB, STAGES = 3 (192 KB + 1 KB for
 // the alignment; 4 would not fit 227 KB). KCHUNK = 64 (k8's: 24 chained wgmma per chain, 2 stages;
-// its header gives the model behind it), GROUP = 8. Registers: ptxas allocates the whole kernel within
+// its header gives the model behind it), GROUP = 8. The split pass: SPLIT_TILE = 64 (a 64 x 64 tile a
+// block, 16 KB of reads in flight: the pass is bound by DRAM, and a 32 x 32 tile's 4 KB kept it at
+// about 2.5 TB/s). Registers: ptxas allocates the whole kernel within
 // __launch_bounds__(384, 1)'s 168 a thread, and the consumers' 64 + 64 accumulators fit there with no
 // spill; a 128 x 256 tile (128 + 128) or a third consumer warpgroup (128 a thread) would not.
 //
@@ -70,9 +72,10 @@
 // WARPGROUP.DEPBAR.LE gsb0, 0x1 in the stage loop and 0x0 once at a chain's end, followed by the
 // promotion's 64 FADDs (the kernel's only FADDs); UTMALDG.2D, 4 per stage (the producer's loop is
 // unrolled: a multiple of 4); SYNCS.* (mbarriers); USETMAXREG.DEALLOC and .TRY_ALLOC; no local memory.
-// split_h4_3xtf32 (a thread splits 4 elements of A, or 4 of B: 8 in the code): per element FSETP and
-// FSEL (the clamp's limit: 1 for Inf and NaN), 2 FMNMX (the clamp), IADD3 and LOP3 (big's rounding),
-// FADD (x - big), then cvt.rna as FSETP (finite?), IADD and LOP3; 8 LDG, 16 STG (big and small), 8 STS and 8 LDS (B's transpose), no tensor core.
+// split_h4_3xtf32 (a thread splits E = SPLIT_TILE^2 / 256 elements of A, or E of B: 2E in the code): per
+// element FSETP and FSEL (the clamp's limit: 1 for Inf and NaN), 2 FMNMX (the clamp), IADD3 and LOP3
+// (big's rounding), FADD (x - big), then cvt.rna as FSETP (finite?), IADD and LOP3; one LDG and two STG
+// (big and small) per element, and for B's transpose two STS and two LDS; no tensor core.
 // tests/test_3xtf32.py checks these counts. ptxas must not warn C7509-C7511.
 
 #include "hopper_ptx.cuh"
@@ -94,6 +97,9 @@
 #endif
 #ifndef GROUP
 #define GROUP 8     // tile rows per raster band (L2 reuse of B panels)
+#endif
+#ifndef SPLIT_TILE
+#define SPLIT_TILE 64   // the split pass's tile: 64 x 64, 16 KB of loads in flight a block (32: 4 KB)
 #endif
 
 #define CONSUMERS 2 // consumer warpgroups, 64 rows each
@@ -217,49 +223,47 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
 #endif
 }
 
-// The split pass (split_tf32: hopper_ptx.cuh): one 32 x 32 tile per block of 32 x 8 threads. Blocks [0, ceil(K/32) ceil(M/32)) split
-// a tile of A in place (same layout, padded pitch); the rest split a tile of B and transpose it through
-// a 32 x 33 shared tile, so that reads and writes are coalesced rows (the pad column avoids bank
-// conflicts), as h4_tf32's transpose.
+// The split pass (split_tf32, SplitTile: hopper_ptx.cuh): one SPLIT_TILE x SPLIT_TILE tile per block of
+// 32 x 8 threads. Blocks [0, ceil(K/T) ceil(M/T)) split a tile of A in place (same layout, padded
+// pitch); the rest split a tile of B and transpose it through a T x (T + 1) shared tile, so that reads
+// and writes are coalesced rows (the pad column avoids bank conflicts), as h4_tf32's transpose.
 extern "C" __global__ void __launch_bounds__(256)
 split_h4_3xtf32(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
                 float* __restrict__ a_parts, float* __restrict__ bt_parts, int pitch) {
-    __shared__ float tile_big[32][33], tile_small[32][33];
-    const int k_tiles = (K + 31) / 32, a_blocks = k_tiles * ((M + 31) / 32);
+    constexpr int T = SPLIT_TILE;
+    static_assert(2 * T * (T + 1) * sizeof(float) <= 48 * 1024, "SPLIT_TILE: the two shared tiles are static, 48 KB at most");
+    using Tile = SplitTile<T>;
+    __shared__ float tile_big[T][T + 1], tile_small[T][T + 1];
+    const int k_tiles = (K + T - 1) / T, a_blocks = k_tiles * ((M + T - 1) / T);
     int b = blockIdx.x;
+    Tile t;
     if (b < a_blocks) {                                     // A: rows m, columns k, both ways
-        const int k = (b % k_tiles) * 32 + threadIdx.x, m0 = (b / k_tiles) * 32;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int m = m0 + threadIdx.y + 8 * i;
-            if (m < M && k < K) {
-                float big, small;
-                split_tf32(A[(size_t)m * K + k], big, small);
-                a_parts[(size_t)m * pitch + k] = big;
-                a_parts[((size_t)M + m) * pitch + k] = small;
-            }
-        }
+        const int k0 = (b % k_tiles) * T, m0 = (b / k_tiles) * T;
+        t.load_split(A, M, K, m0, k0);
+        t.store_parts(a_parts, M, pitch, m0, k0);
         return;
     }
     b -= a_blocks;                                          // B (K x N) -> Bt (N x K)
-    const int k0 = (b % k_tiles) * 32, n0 = (b / k_tiles) * 32;
+    const int k0 = (b % k_tiles) * T, n0 = (b / k_tiles) * T;
+    t.load_split(B, K, N, k0, n0);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const int y = threadIdx.y + 8 * i, k = k0 + y, n = n0 + threadIdx.x;
-        if (k < K && n < N) {
-            float big, small;
-            split_tf32(B[(size_t)k * N + n], big, small);
-            tile_big[y][threadIdx.x] = big;
-            tile_small[y][threadIdx.x] = small;
+    for (int i = 0; i < Tile::R; ++i)
+#pragma unroll
+        for (int j = 0; j < Tile::C; ++j) {
+            const int y = threadIdx.y + 8 * i, x = threadIdx.x + 32 * j;     // tile row k0 + y, column n0 + x
+            tile_big[y][x] = t.big[i][j];
+            tile_small[y][x] = t.small[i][j];
         }
-    }
     __syncthreads();
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const int y = threadIdx.y + 8 * i, n = n0 + y, k = k0 + threadIdx.x;     // Bt row n, column k
-        if (n < N && k < K) {
-            bt_parts[(size_t)n * pitch + k] = tile_big[threadIdx.x][y];
-            bt_parts[((size_t)N + n) * pitch + k] = tile_small[threadIdx.x][y];
+    for (int i = 0; i < Tile::R; ++i)
+#pragma unroll
+        for (int j = 0; j < Tile::C; ++j) {
+            const int y = threadIdx.y + 8 * i, x = threadIdx.x + 32 * j;
+            const int n = n0 + y, k = k0 + x;                                 // Bt row n, column k
+            if (n < N && k < K) {
+                bt_parts[(size_t)n * pitch + k] = tile_big[x][y];
+                bt_parts[((size_t)N + n) * pitch + k] = tile_small[x][y];
+            }
         }
-    }
 }

@@ -14,7 +14,7 @@
 //     tmB: dims (N, K), box (32, 32): B as stored (N contiguous), BN / 32 boxes a stage (h6_tf32's)
 //     tmC: dims (N, M), box (STORE_COLS, STORE_ROWS) = (32, 64) (h6's)
 //   Launch (the hook, per call, all timed): split_h6_3xtf32 with block (32, 8) on a 1-D grid of
-//     ceil(K / 32) ceil(M / 32) blocks, pitch = K rounded up to 4 floats; then sgemm_h6_3xtf32 with
+//     ceil(K / T) ceil(M / T) blocks (T = SPLIT_TILE), pitch = K rounded up to 4 floats; then sgemm_h6_3xtf32 with
 //     THREADS = 384 on a persistent grid of min(#SMs, tiles) blocks, SMEM_BYTES dynamic. B (N % 4) and
 //     C (N % 4, or C not 16-byte aligned) go through h6_tf32's padded scratch buffers.
 //   Shapes:  any M, N, K >= 1 (A is read only through its parts, at a padded pitch; B's pitch is N).
@@ -66,7 +66,7 @@
 // named BAR.SYNC (2 a step) and UTMASTG (2 steps x 2 chunks); no STG; USETMAXREG; no local memory.
 // Registers: ptxas fits the whole kernel in __launch_bounds__(384, 1)'s 168 without a spill (64 chain +
 // 64 sums + 16 fragments). ptxas must not warn C7509-C7511. split_h6_3xtf32: per element FSEL, 2 FMNMX
-// and one FADD; 4 LDG, 8 STG; no STS or LDS. tests/test_h6_3xtf32.py checks these.
+// and one FADD; per element a thread holds (SPLIT_TILE^2 / 256 of them) one LDG, two STG; no STS or LDS. tests/test_h6_3xtf32.py checks these.
 
 #include "hopper_ptx.cuh"
 
@@ -84,6 +84,9 @@
 #endif
 #ifndef GROUP
 #define GROUP 8     // tile rows per raster band
+#endif
+#ifndef SPLIT_TILE
+#define SPLIT_TILE 64   // the split pass's tile: 64 x 64, 16 KB of loads in flight a block (32: 4 KB)
 #endif
 
 #define BK 32       // one 128-byte swizzle row of floats
@@ -269,21 +272,15 @@ sgemm_h6_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
 #endif
 }
 
-// The split pass, A only: one 32 x 32 tile of A per block of 32 x 8 threads, A -> A_big, A_small in
-// place (rows m, columns k; padded pitch), split_tf32 as h4_3xtf32's pass. Rows of 32 consecutive k
-// per warp: coalesced reads and writes, no shared memory (nothing is transposed).
+// The split pass, A only: one SPLIT_TILE x SPLIT_TILE tile of A per block of 32 x 8 threads, A -> A_big,
+// A_small in place (rows m, columns k; padded pitch), split_tf32 and SplitTile as h4_3xtf32's pass. Rows
+// of 32 consecutive k per warp: coalesced reads and writes, no shared memory (nothing is transposed).
 extern "C" __global__ void __launch_bounds__(256)
 split_h6_3xtf32(int M, int K, const float* __restrict__ A, float* __restrict__ a_parts, int pitch) {
-    const int k_tiles = (K + 31) / 32;
-    const int k = (blockIdx.x % k_tiles) * 32 + threadIdx.x, m0 = (blockIdx.x / k_tiles) * 32;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const int m = m0 + threadIdx.y + 8 * i;
-        if (m < M && k < K) {
-            float big, small;
-            split_tf32(A[(size_t)m * K + k], big, small);
-            a_parts[(size_t)m * pitch + k] = big;
-            a_parts[((size_t)M + m) * pitch + k] = small;
-        }
-    }
+    using Tile = SplitTile<SPLIT_TILE>;
+    const int k_tiles = (K + SPLIT_TILE - 1) / SPLIT_TILE;
+    const int k0 = (blockIdx.x % k_tiles) * SPLIT_TILE, m0 = (blockIdx.x / k_tiles) * SPLIT_TILE;
+    Tile t;
+    t.load_split(A, M, K, m0, k0);
+    t.store_parts(a_parts, M, pitch, m0, k0);
 }

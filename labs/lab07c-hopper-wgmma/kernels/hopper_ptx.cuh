@@ -10,6 +10,7 @@
 //   wgmma_tf32_rs_n256(acc, a, db, scale_d)  m64n256k8 f32 += tf32 with A from 4 registers a thread (h6_tf32)
 //   wgmma_tf32_rs_n128(acc, a, db, scale_d)  the same at m64n128k8 (h6_3xtf32)
 //   split_tf32(x, big, small)            x -> two TF32 numbers, x ~ big + small (3xTF32: h4_3xtf32, h6_3xtf32)
+//   SplitTile<T>                         a split pass's T x T tile, loaded whole, then split
 //   fence_proxy_async()                  generic-proxy smem writes -> visible to wgmma / TMA
 //   mbar_init / _arrive / _arrive_tx / _wait(parity)     mbarrier.* on a shared uint64_t
 //   tma_load_2d(dst, map, x, y, bar)     cp.async.bulk.tensor.2d, completion on an mbarrier
@@ -325,6 +326,52 @@ __device__ __forceinline__ void split_tf32(float x, float& big, float& small) {
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(s) : "f"(x - big));
     small = __uint_as_float(s & 0xFFFFE000u);
 }
+
+// A split pass's tile (h4_3xtf32, h6_3xtf32): the T x T tile at (r0, c0) of a row-major X (rows x cols,
+// pitch cols), by a block of 32 x 8 threads. A warp reads and writes 32 consecutive columns of a row
+// (128-byte rows of requests); thread (x, y) holds columns c0 + x + 32 j, rows r0 + y + 8 i: T / 32 x
+// T / 8 values, all loaded before the first is split, so that a block has T^2 x 4 bytes of reads in
+// flight (a split pass is bound by DRAM; SPLIT_TILE says how much each block asks for at once).
+// Values outside X are 0 and flagged out; the caller stores only the in-bounds ones.
+template <int T>
+struct SplitTile {
+    static_assert(T % 32 == 0, "SPLIT_TILE: a multiple of 32 (a warp's row of columns)");
+    static constexpr int R = T / 8, C = T / 32;      // rows and columns a thread holds
+    float big[R][C], small[R][C];
+    bool in[R][C];
+    __device__ __forceinline__ void load_split(const float* __restrict__ X, int rows, int cols, int r0, int c0) {
+        float x[R][C];
+#pragma unroll
+        for (int i = 0; i < R; ++i)
+#pragma unroll
+            for (int j = 0; j < C; ++j) {
+                const int r = r0 + threadIdx.y + 8 * i, c = c0 + threadIdx.x + 32 * j;
+                in[i][j] = r < rows && c < cols;
+                x[i][j] = 0.0f;
+                // A plain ld.global, in program order: the compiler makes X[...] a read-only load
+                // (LDG.CONSTANT), which ptxas sinks next to its stores, leaving a few loads in flight.
+                if (in[i][j])
+                    asm volatile("ld.global.f32 %0, [%1];" : "=f"(x[i][j]) : "l"(X + (size_t)r * cols + c) : "memory");
+            }
+#pragma unroll
+        for (int i = 0; i < R; ++i)
+#pragma unroll
+            for (int j = 0; j < C; ++j) split_tf32(x[i][j], big[i][j], small[i][j]);
+    }
+    // The parts in X's own layout (no transpose): big at parts[r pitch + c], small `rows` rows further.
+    __device__ __forceinline__ void store_parts(float* __restrict__ parts, int rows, int pitch, int r0, int c0) const {
+#pragma unroll
+        for (int i = 0; i < R; ++i)
+#pragma unroll
+            for (int j = 0; j < C; ++j) {
+                const int r = r0 + threadIdx.y + 8 * i, c = c0 + threadIdx.x + 32 * j;
+                if (in[i][j]) {
+                    parts[(size_t)r * pitch + c] = big[i][j];
+                    parts[((size_t)rows + r) * pitch + c] = small[i][j];
+                }
+            }
+    }
+};
 
 // ---- epilogue -----------------------------------------------------------------------------------
 // A warpgroup's 64 x WN accumulator tile -> C (row-major M x N, FP32) at (row0, col0), predicated

@@ -3,6 +3,7 @@ checked without a GPU; a numpy model of its arithmetic (the split, three truncat
 slice, chains promoted every KCHUNK, consumer 1's half-chunk offset) against the course's bound and
 against FP32; and on a Hopper GPU the split pass bit for bit, Inf and NaN, and the issue's accuracy bar
 against cuBLAS SGEMM. (Its results on the odd shapes are in test_gpu.py: it is a row of the table.)"""
+import itertools
 import re
 
 import numpy as np
@@ -106,13 +107,18 @@ def test_warp_specialized_with_setmaxnreg(listing):
 
 
 def test_the_split_pass_is_the_header_says(listing):
-    """4 elements of A and 4 of B a thread: per element the clamp's limit (FSEL: 1 for Inf and NaN), its two
-    FMNMX and one FADD (x - big); 8 LDG,
-    16 STG (big and small), B's transpose through shared memory (8 STS, 8 LDS); no tensor core."""
-    s = listing["split"]
-    assert len(ops(s, "FMNMX")) == 2 * len(ops(s, "FADD")) == 2 * len(ops(s, "FSEL")) == 16
-    assert len(ops(s, "LDG")) == 8 and len(ops(s, "STG")) == 16
-    assert len(ops(s, "STS")) == len(ops(s, "LDS")) == 8
+    """E = SPLIT_TILE^2 / 256 elements of A and E of B a thread: per element the clamp's limit (FSEL: 1 for
+    Inf and NaN), its two FMNMX and one FADD (x - big); one LDG and two STG (big and small); B's transpose
+    through shared memory (two STS, two LDS an element); no tensor core. Each part's E loads are plain
+    LDG (not .CONSTANT, which ptxas would sink among the stores) and all go out before its first store."""
+    s, e = listing["split"], P["SPLIT_TILE"] ** 2 // 256
+    assert len(ops(s, "FMNMX")) == 2 * len(ops(s, "FADD")) == 2 * len(ops(s, "FSEL")) == 4 * e
+    assert len(ops(s, "LDG")) == 2 * e and len(ops(s, "STG")) == 4 * e
+    assert len(ops(s, "STS")) == len(ops(s, "LDS")) == 2 * e
+    assert not [l for l in ops(s, "LDG") if "CONSTANT" in l]
+    kinds = [m.group(1) for l in s for m in [re.search(r"\b(LDG|STG|STS)\.", l)] if m]
+    runs = [(k, len(list(g))) for k, g in itertools.groupby(kinds)]
+    assert [n for k, n in runs if k == "LDG"] == [e, e], runs      # each part's loads go out together
     assert not ops(s, "HGMMA") and not ops(s, "HMMA")
 
 
@@ -155,7 +161,8 @@ def test_the_hook_splits_into_padded_parts_and_maps_each(monkeypatch, shape):
                            (b2, "float32", N, K, 128, 32, pk), (b2 + N * pk * 4, "float32", N, K, 128, 32, pk)]
     (split, sgrid, sblock, sargs, ssmem), (gemm, grid, block, args, smem) = got["launches"]
     assert split == "split_h4_3xtf32" and sblock == (32, 8) and ssmem == 0
-    assert sgrid == (-(-K // 32) * (-(-M // 32) + -(-N // 32)),)          # a 32 x 32 tile of A or B per block
+    t = P["SPLIT_TILE"]
+    assert sgrid == (-(-K // t) * (-(-M // t) + -(-N // t)),)             # a t x t tile of A or B per block
     assert sargs == [M, N, K, ("ptr", 11), ("ptr", 22), ("ptr", a2), ("ptr", b2), pk]
     tiles = -(-M // 128) * -(-N // 128)
     assert gemm == "sgemm_h4_3xtf32" and grid == (min(tiles, 132),) and block == (384,)
@@ -265,7 +272,7 @@ def test_in_the_model_promotion_keeps_the_error_at_fp32s_as_k_grows(kind, own):
 def test_the_split_pass_is_the_course_split_bit_for_bit():
     """A -> A_big, A_small (pitch K rounded up to 4), B -> Bt_big, Bt_small (transposed): each part equal to
     common.precision.tf32_split(x, ties="away") bit for bit, Inf, -0 and FP32's largest included; a NaN
-    gives a finite big and a NaN small. K = 45: a padded pitch; 37 x 70 cuts the 32 x 32 tiles."""
+    gives a finite big and a NaN small. K = 45: a padded pitch; 37 x 70 cuts the pass's tiles."""
     import pycuda.driver as cuda
     from common.kernels import load_function
     M, N, K = 37, 70, 45
@@ -278,7 +285,7 @@ def test_the_split_pass_is_the_course_split_bit_for_bit():
     split = load_function(str(LAB.cubin(ROW, "sm_90")), ROW.helpers["split"], 0, "iiiPPPPi")
     a, b = cuda.to_device(A), cuda.to_device(B)
     a2, b2 = cuda.to_device(np.full(2 * M * pk, 7.0, np.float32)), cuda.to_device(np.full(2 * N * pk, 7.0, np.float32))
-    split.prepared_call((launch.split_grid(M, N, K), 1, 1), (32, 8, 1), M, N, K, a, b, a2, b2, pk)
+    split.prepared_call((launch.split_grid(M, N, K, P["SPLIT_TILE"]), 1, 1), (32, 8, 1), M, N, K, a, b, a2, b2, pk)
     got_a, got_b = cuda.from_device(a2, (2, M, pk), np.float32), cuda.from_device(b2, (2, N, pk), np.float32)
     for x, parts in ((A, got_a), (B.T, got_b)):
         want = tf32_split(np.ascontiguousarray(x), ties="away")

@@ -155,11 +155,14 @@ def test_c_leaves_by_tma_store_through_the_chunks(listing):
 
 
 def test_the_split_pass_splits_a_alone_in_place(listing):
-    """4 elements of A a thread: per element FSEL, 2 FMNMX and one FADD; 4 LDG, 8 STG; nothing through shared
-    memory (no transpose), no tensor core."""
-    s = listing["split"]
-    assert len(ops(s, "FMNMX")) == 2 * len(ops(s, "FADD")) == 2 * len(ops(s, "FSEL")) == 8
-    assert len(ops(s, "LDG")) == 4 and len(ops(s, "STG")) == 8
+    """E = SPLIT_TILE^2 / 256 elements of A a thread: per element FSEL, 2 FMNMX and one FADD, one LDG and two
+    STG, every LDG before the first STG (h4_3xtf32's SplitTile); nothing through shared memory (no
+    transpose), no tensor core."""
+    s, e = listing["split"], P["SPLIT_TILE"] ** 2 // 256
+    assert len(ops(s, "FMNMX")) == 2 * len(ops(s, "FADD")) == 2 * len(ops(s, "FSEL")) == 2 * e
+    assert len(ops(s, "LDG")) == e and len(ops(s, "STG")) == 2 * e
+    first_store = min(i for i, l in enumerate(s) if re.search(r"\bSTG\.", l))
+    assert max(i for i, l in enumerate(s) if re.search(r"\bLDG\.", l)) < first_store
     assert not ops(s, "STS") and not ops(s, "LDS") and not ops(s, "HGMMA")
 
 
@@ -208,7 +211,8 @@ def test_the_hook_splits_a_and_maps_b_and_c_as_stored(monkeypatch, shape):
                            (b, "float32", K, N, BK, 32, pn), (c, "float32", M, N, ROWS, COLS, pn)]
     (split, sgrid, sblock, sargs, ssmem), (gemm, grid, block, args, smem) = got["launches"]
     assert split == "split_h6_3xtf32" and sblock == (32, 8) and ssmem == 0
-    assert sgrid == (-(-K // 32) * -(-M // 32),)                       # a 32 x 32 tile of A per block
+    t = P["SPLIT_TILE"]
+    assert sgrid == (-(-K // t) * -(-M // t),)                         # a t x t tile of A per block
     assert sargs == [M, K, ("ptr", 0x1000), ("ptr", a2), pk]
     tiles = -(-M // 128) * -(-N // 128)
     assert gemm == "sgemm_h6_3xtf32" and grid == (min(tiles, 132),) and block == (384,)

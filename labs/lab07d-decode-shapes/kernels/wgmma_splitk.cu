@@ -45,9 +45,12 @@
 //     1024 slices of 64; 66 splits would leave 2 empty, so 64 splits of 16 slices (384 KB of A and B a
 //     block), 128 blocks. 256 x 256 x 32768: 8 tiles x 16 splits of 32 slices, 128 blocks.
 //   BK = 64: one 128-byte swizzle row of halves (lab 7c). Split boundaries are whole BK slices.
-//   STAGES = 4 of 24 KB (8 KB of A, 16 KB of B): 96 KB in flight per SM (wgmma_decode streamed best
-//     with 96-128 KB in flight: 6 or 8 stages of 16 KB; 4 x 16 KB lost 18 points). 97 KB of the 227 KB
-//     a block may have.
+//   STAGES = 6 of 24 KB (8 KB of A, 16 KB of B): 144 KB in flight per SM (wgmma_decode streamed best
+//     with 96-128 KB in flight: 6 or 8 stages of 16 KB; 4 x 16 KB lost 18 points). Measured at 64 x 128
+//     on an H100 (NOTES, "64 x 128 tiles"), % of cuBLAS HGEMM at 128 x 128 x 65536 / 256 x 256 x 32768:
+//     STAGES 3: 91.1 / 77.0, 4: 94.0 / 87.3, 6: 93.6 / 92.3, 8: 93.4 / 92.9. A block that streams 32
+//     slices (the second shape) gains from more in flight; one of 16 slices does not care. 145 KB of the
+//     227 KB a block may have.
 //   CONSUMERS = BM / 64 = 1 warpgroup of m64n128k16 (64 accumulators a thread) + 1 producer warpgroup:
 //     256 threads. The multiplies are not the limit: 64 x 128 x 1024 is 16.8 MFLOP, 2.2 us of one SM's
 //     7.5 TFLOP/s, against ~11 us to stream its 384 KB. (BM = 128: two consumer warpgroups, 384 threads.)
@@ -79,7 +82,7 @@
 #define BN 128      // block tile columns = the wgmma's N
 #endif
 #ifndef STAGES
-#define STAGES 4    // K slices in flight per block: 4 x 24 KB
+#define STAGES 6    // K slices in flight per block: 6 x 24 KB
 #endif
 #ifndef FUSED_UNROLL
 #define FUSED_UNROLL 32   // the fused reduce: float4 partials loaded before they are added, per thread
