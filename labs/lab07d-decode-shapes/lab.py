@@ -322,14 +322,6 @@ DISPATCHERS = {"gemm": "dispatch:plan"}   # the sweep times gemm(A, B) as one mo
 SANITIZE_ALSO = [k for _, _, _, rows in DISPATCH for k in rows.values() if isinstance(k, Kernel)]
 # ... on the course's shapes and one whose K splits: at the course's (K <= 104) every split-K row runs one
 # split (_one_wave: K // 256 = 0), so the reduce over splits was never under the sanitizer; 130 x 260 x 1032
-# is 6 tiles of 128 x 128 and 4 splits (a multiple of 8 for the TMA rows; 2026-12-05)
+# is several tiles of 4 splits each (a multiple of 8 for the TMA rows; 2026-12-05). Every tool runs each row
+# as the dispatcher launches it: the one-launch forms where the grid fits one wave.
 SANITIZE_SHAPES = profiling.SANITIZE_SHAPES + [(130, 260, 1032)]
-# racecheck runs the split-K rows in their two launches (launch.py: LAB07D_NO_FUSED). It checks shared
-# memory only, and a one-launch form adds only global memory to its two-launch form (the grid barrier and
-# the slice of the reduce); memcheck, synccheck and initcheck run the one-launch forms as launched. Until
-# every row's one-launch form has run clean under racecheck with several splits (wgmma_splitk's has since its
-# 64 x 128 tile; the others have not run so), racecheck keeps to the two launches (NOTES.md).
-SANITIZE_ENV = {"racecheck": ({"LAB07D_NO_FUSED": "1"},
-                              "racecheck checks shared memory only; the one-launch split-K forms add only global "
-                              "memory (a grid barrier, the reduce) to the two launches it checks, and not every "
-                              "row's one-launch form has yet run under it with several splits (NOTES.md)")}

@@ -62,8 +62,8 @@ case "${PHASE:-tests}" in
             timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/sanitize-$name.log" 2>&1
             echo "exit status $?" >> "$OUT/sanitize-$name.log"; }
     run 7c -C $L7C sanitize KERNELS=${KERNELS_7C:-h6,h6_tf32,h4_3xtf32,h6_3xtf32,h7}
-    # wgmma_splitk twice: its two-launch form first (LAB07D_NO_FUSED: racecheck stopped in the fused
-    # entry's grid barrier on the H100, lab 7d's NOTES), its reports kept apart, then both rows as launched
+    # wgmma_splitk twice: its two-launch form first (LAB07D_NO_FUSED, the form a grid past one wave takes),
+    # its reports kept apart, then both rows as launched (the one-launch form at the sanitizer's shapes)
     LAB07D_NO_FUSED=1 run 7d-two-launch -C $L7D sanitize KERNELS=wgmma_splitk
     rm -rf $L7D/reports/sanitize-two-launch && mv $L7D/reports/sanitize $L7D/reports/sanitize-two-launch
     run 7d -C $L7D sanitize KERNELS=wgmma_splitk,h6

@@ -331,17 +331,19 @@ def test_wgmma_decodes_launch_puts_a_clusters_blocks_side_by_side_along_x(monkey
     assert grids == [(128, 1), (2 * 65, 2), (128, 1)]
 
 
-def test_racecheck_runs_the_split_k_rows_in_two_launches_and_says_why(monkeypatch):
-    """make sanitize gives racecheck LAB07D_NO_FUSED (the two-launch forms, launch.uses_fused); the other
-    tools run the one-launch forms as launched."""
+def test_every_sanitizer_tool_runs_the_one_launch_forms_over_several_splits(monkeypatch):
+    """make sanitize runs each split-K row as launched under all four tools (no SANITIZE_ENV), and its
+    K = 1032 shape gives every one-launch row several splits, so the grid barrier and the reduce over
+    splits are under racecheck too (wgmma_splitk's one-launch form: NOTES.md, 64 x 128 tiles)."""
     from common import profiling
     launch = LAB.module("launch")
-    env, why = profiling.tool_env(LAB, "racecheck")
-    assert env == {"LAB07D_NO_FUSED": "1"} and "shared memory only" in why
-    assert all(profiling.tool_env(LAB, t) == ({}, "") for t in ("memcheck", "synccheck", "initcheck"))
-    k = next(k for k in LAB.all_kernels if getattr(k.launch_hook, "fused", None))
     monkeypatch.delenv("LAB07D_NO_FUSED", raising=False)
-    assert launch.uses_fused(k, (2, 2, 4), 132)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    assert not launch.uses_fused(k, (2, 2, 4), 132)
+    assert all(profiling.tool_env(LAB, t) == ({}, "") for t in ("memcheck", "racecheck", "synccheck", "initcheck"))
+    M, N, K = (130, 260, 1032)
+    assert (M, N, K) in LAB.table.SANITIZE_SHAPES
+    for k in [k for k in LAB.all_kernels if getattr(k.launch_hook, "fused", None)]:
+        assert launch.splits_for(k, M, N, K, 132) >= 2, k.name
+    w = LAB.bind(LAB.table.WGMMA_SPLITK)
+    s = launch.splits_for(w, M, N, K, 132)
+    grid = launch.tma_splitk_grid(w, M, N, s)
+    assert s >= 2 and launch.uses_fused(w, grid, 132), (s, grid)
