@@ -49,8 +49,12 @@ def run_info(root="."):
         except (OSError, subprocess.TimeoutExpired):
             return ""
     # COURSE_COMMIT names the commit where the checkout has no git history (a copied tree)
-    commit = os.environ.get("COURSE_COMMIT") or git("rev-parse", "HEAD")
+    given = os.environ.get("COURSE_COMMIT")
+    commit = given or git("rev-parse", "HEAD")
     if not re.fullmatch(r"[0-9a-f]{40}", commit or ""):
+        if given:
+            print(f"note: COURSE_COMMIT={given!r} is not a full commit sha (40 hex digits, `git rev-parse "
+                  f"<commit>`): this record names the commit 'unknown'", file=sys.stderr)
         commit = "unknown"
     dirty = bool(git("status", "--porcelain", "--untracked-files=no")) if not os.environ.get("COURSE_COMMIT") else None
     return {"commit": commit, "dirty_tree": dirty,

@@ -60,3 +60,16 @@ def test_the_no_gpu_text_reads_inside_the_graders_brackets(monkeypatch, tmp_path
     monkeypatch.setattr(device, "gpu_status", lambda: (False, "nvidia-smi finds no NVIDIA GPU on this machine"))
     env = grader.environment(Grading(load("lab07d-decode-shapes")), work=tmp_path)
     assert env.gpu_text == "none (nvidia-smi finds no NVIDIA GPU on this machine)"
+
+
+def test_a_record_names_the_commit_course_commit_gives_and_says_when_it_cannot(monkeypatch, capsys):
+    """A copied tree (the GPU machine) has no git history: COURSE_COMMIT names the commit. A full sha is
+    taken as given; a short one cannot name a commit for good, so the record says 'unknown' and the
+    run says why, instead of the record quietly losing its commit."""
+    full = "452afe2eca3a003e99167556548f750f85a4d67f"
+    monkeypatch.setenv("COURSE_COMMIT", full)
+    assert report.run_info()["commit"] == full and capsys.readouterr().err == ""
+    monkeypatch.setenv("COURSE_COMMIT", full[:7])
+    assert report.run_info()["commit"] == "unknown"
+    err = capsys.readouterr().err
+    assert "COURSE_COMMIT='452afe2'" in err and "40 hex digits" in err
