@@ -56,7 +56,7 @@ def run_info(root="."):
             print(f"note: COURSE_COMMIT={given!r} is not a full commit sha (40 hex digits, `git rev-parse "
                   f"<commit>`): this record names the commit 'unknown'", file=sys.stderr)
         commit = "unknown"
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no")) if not os.environ.get("COURSE_COMMIT") else None
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no")) if not given else None
     return {"commit": commit, "dirty_tree": dirty,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(), "python": platform.python_version()}
