@@ -418,11 +418,31 @@ def split_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
                 _map(bt_parts, "float32", N, K, bn, SWIZZLE_FLOATS, pk),                 # Bt_big
                 _map(bt_parts + N * pk * 4, "float32", N, K, bn, SWIZZLE_FLOATS, pk)]    # Bt_small
         tiles_m, tiles_n = _tiles(kernel, M, N)
-        return [prepared_launch(split, (split_grid(M, N, K, kernel.tiling.value("SPLIT_TILE")),), (32, 8),
-                                [*_ints(M, N, K), _ptr(a), _ptr(b), _ptr(a_parts), _ptr(bt_parts), *_ints(pk)], 0, s),
-                prepared_launch(f, (min(tiles_m * tiles_n, _sm_count()),), (kernel.threads,),
-                                [*_ints(M, N, K), *maps, _ptr(c)], kernel.shared_bytes, s)]
+        grid = min(tiles_m * tiles_n, _sm_count())
+        bands, first_band = split_bands(kernel, M, N, grid)
+        a_rows = min(M, first_band * kernel.tiling.value("GROUP") * bm)
+        flags = _scratch("A band counters", 4 * max(bands, 1))
+        return [prepared_launch(split, (split_grid(a_rows, N, K, kernel.tiling.value("SPLIT_TILE")),), (32, 8),
+                                [*_ints(M, N, K), _ptr(a), _ptr(b), _ptr(a_parts), _ptr(bt_parts),
+                                 *_ints(pk, a_rows), _ptr(flags), *_ints(bands)], 0, s),
+                prepared_launch(f, (grid,), (kernel.threads,),
+                                [*_ints(M, N, K), *maps, _ptr(c), _ptr(a), _ptr(a_parts), *_ints(pk),
+                                 _ptr(flags), *_ints(first_band)], kernel.shared_bytes, s)]
     _run(kernel, cubin, M, N, K, a, b, c, stream, make)
+
+
+def split_bands(kernel, M, N, grid):
+    """h4_3xtf32's share of A's split between the pass and the GEMM: (bands, first_band). A band is the
+    GROUP x BM rows of A one raster band of tiles reads. The pass splits the bands the GEMM's first wave
+    of `grid` tiles reads (it cannot wait for them); the GEMM's producer warps split the rest while its
+    consumers multiply (OVERLAP = 1). With OVERLAP = 0 the pass splits every band."""
+    bm, bn = kernel.tile
+    band_rows = kernel.tiling.value("GROUP") * bm
+    bands = cdiv(M, band_rows)
+    if not kernel.tiling.value("OVERLAP"):
+        return bands, bands
+    tiles_per_band = kernel.tiling.value("GROUP") * cdiv(N, bn)      # every band but the last: full
+    return bands, min(bands, (grid - 1) // tiles_per_band + 1)
 
 
 def tf32_registers_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):

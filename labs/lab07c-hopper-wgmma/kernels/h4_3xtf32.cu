@@ -101,6 +101,12 @@
 #ifndef SPLIT_TILE
 #define SPLIT_TILE 64   // the split pass's tile: 64 x 64, 16 KB of loads in flight a block (32: 4 KB)
 #endif
+#ifndef OVERLAP
+#define OVERLAP 1   // 1: the GEMM's idle producer warps split A's later bands while the consumers multiply
+#endif
+#ifndef SPLIT_UNROLL
+#define SPLIT_UNROLL 4  // loads a splitter lane has in flight (32 x SPLIT_UNROLL columns a warp a step)
+#endif
 
 #define CONSUMERS 2 // consumer warpgroups, 64 rows each
 #define THREADS ((CONSUMERS + 1) * 128)
@@ -113,6 +119,7 @@ static_assert(BN == 128, "BN must be 128: the consumer's chain and running sums 
 static_assert(STAGES >= 2, "STAGES >= 2");
 static_assert(KCHUNK >= BK && KCHUNK % BK == 0, "KCHUNK must be a multiple of BK: a chain ends at a stage's end");
 static_assert(GROUP >= 1, "GROUP >= 1");
+static_assert(OVERLAP == 0 || OVERLAP == 1, "OVERLAP is 0 or 1");
 static_assert(SMEM_BYTES <= 232448, "dynamic shared memory at most 227 KB");
 
 [[maybe_unused]] constexpr int A_TILE = BM * BK * 4;            // one A part (big or small) of a stage
@@ -121,6 +128,8 @@ static_assert(SMEM_BYTES <= 232448, "dynamic shared memory at most 227 KB");
 [[maybe_unused]] constexpr int CHUNK_TILES = KCHUNK / BK;      // stages per chain
 [[maybe_unused]] constexpr int CONSUMER_REGS = 232;
 [[maybe_unused]] constexpr int PRODUCER_REGS = 40;
+[[maybe_unused]] constexpr int SPLITTERS = 3;                   // the producer warpgroup's warps 1-3
+[[maybe_unused]] constexpr int BAND_ROWS = GROUP * BM;          // rows of A a raster band reads
 
 // Tile index -> (tile row, tile column): bands of GROUP tile rows, column by column within a band.
 __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
@@ -132,10 +141,61 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
     tn = in_band / rows;
 }
 
+// A producer thread's wait for `count` arrivals on a band's counter (acquire: the splitters' stores are
+// visible to this thread after it). A count that never comes (a bug, or a grid larger than the SMs, whose
+// later blocks would wait for splitters that cannot start) traps after 10 s rather than hangs.
+__device__ __forceinline__ void wait_count(const unsigned* counter, unsigned count) {
+    const unsigned long long start = globaltimer_ns();
+    while (ld_acquire_gpu_u32(counter) < count) {
+        __nanosleep(256);
+        if (globaltimer_ns() - start > 10000000000ull) __trap();
+    }
+}
+
+// The splitter warps (OVERLAP): A's rows of bands [first_band, bands) into A_big and A_small, band by band,
+// while the consumers multiply the bands before. All the grid's splitter warps share a band: a warp takes
+// every (gridDim.x SPLITTERS)-th run of 32 SPLIT_UNROLL columns of a row, loads all of its run before
+// splitting any (the loads in flight are what the copy's bandwidth is made of), and writes both parts by
+// streaming stores (evict-first: the parts are read a band later, by then long out of L2). Then its
+// lanes fence (their stores before the TMA reads of other blocks) and lane 0 counts the warp in.
+__device__ __forceinline__ void split_bands(const float* __restrict__ A, float* __restrict__ a_parts, int M,
+                                            int K, int pitch, unsigned* band_ready, int first_band, int bands) {
+    constexpr int U = SPLIT_UNROLL, RUN = 32 * U;
+    const int lane = threadIdx.x % 32;
+    const int warp = blockIdx.x * SPLITTERS + threadIdx.x / 32 - 1, warps = gridDim.x * SPLITTERS;
+    const int runs = (K + RUN - 1) / RUN;                 // runs a row
+    for (int b = first_band; b < bands; ++b) {
+        const int r0 = b * BAND_ROWS, units = min(BAND_ROWS, M - r0) * runs;
+        for (int u = warp; u < units; u += warps) {
+            const int r = r0 + u / runs, c = (u % runs) * RUN + lane;
+            const float* src = A + (size_t)r * K + c;
+            float x[U];
+#pragma unroll
+            for (int j = 0; j < U; ++j) x[j] = c + 32 * j < K ? __ldcs(src + 32 * j) : 0.f;
+            float* big = a_parts + (size_t)r * pitch + c;
+            float* small = big + (size_t)M * pitch;
+#pragma unroll
+            for (int j = 0; j < U; ++j)
+                if (c + 32 * j < K) {
+                    float hi, lo;
+                    split_tf32(x[j], hi, lo);
+                    __stcs(big + 32 * j, hi);
+                    __stcs(small + 32 * j, lo);
+                }
+        }
+        fence_proxy_async_global();
+        __threadfence();
+        __syncwarp();
+        if (lane == 0) red_release_gpu_add_u32(&band_ready[b], 1);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
                 const __grid_constant__ CUtensorMap tmAsmall, const __grid_constant__ CUtensorMap tmBbig,
-                const __grid_constant__ CUtensorMap tmBsmall, float* __restrict__ C) {
+                const __grid_constant__ CUtensorMap tmBsmall, float* __restrict__ C,
+                const float* __restrict__ A, float* __restrict__ a_parts, int pitch,
+                unsigned* __restrict__ band_ready, int first_band) {
 #if HOPPER_STUB
     __trap();                                            // not an sm_90a build: see hopper_ptx.cuh
 #else
@@ -159,11 +219,18 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
 
     if (wg == 0) {                                   // ---- producer ----
         setmaxnreg_dec<PRODUCER_REGS>();
+        const int bands = (M + BAND_ROWS - 1) / BAND_ROWS;
         if (tid == 0) {
             int it = 0;                              // K slices issued since the block started
+            int ready = first_band - 1;              // bands below first_band: split by the pass
             for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 int tm, tn;
                 tile_coords(tile, tiles_m, tiles_n, tm, tn);
+                if (tm / GROUP > ready) {            // a band the splitter warps write: wait for all of them
+                    ready = tm / GROUP;
+                    wait_count(&band_ready[ready], gridDim.x * SPLITTERS);
+                    fence_proxy_async_global();      // their generic stores, before this block's TMA reads
+                }
                 for (int t = 0; t < KT; ++t, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
@@ -175,6 +242,8 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
                     tma_load_2d(st + 2 * A_TILE + B_TILE, &tmBsmall, t * BK, tn * BN, &full[s]);
                 }
             }
+        } else if (tid >= 32) {
+            split_bands(A, a_parts, M, K, pitch, band_ready, first_band, bands);
         }
     } else {                                         // ---- consumers ----
         setmaxnreg_inc<CONSUMER_REGS>();
@@ -229,17 +298,21 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
 // and writes are coalesced rows (the pad column avoids bank conflicts), as h4_tf32's transpose.
 extern "C" __global__ void __launch_bounds__(256)
 split_h4_3xtf32(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
-                float* __restrict__ a_parts, float* __restrict__ bt_parts, int pitch) {
+                float* __restrict__ a_parts, float* __restrict__ bt_parts, int pitch, int a_rows,
+                unsigned* __restrict__ band_ready, int bands) {
     constexpr int T = SPLIT_TILE;
     static_assert(2 * T * (T + 1) * sizeof(float) <= 48 * 1024, "SPLIT_TILE: the two shared tiles are static, 48 KB at most");
     using Tile = SplitTile<T>;
     __shared__ float tile_big[T][T + 1], tile_small[T][T + 1];
-    const int k_tiles = (K + T - 1) / T, a_blocks = k_tiles * ((M + T - 1) / T);
+    const int k_tiles = (K + T - 1) / T, a_blocks = k_tiles * ((a_rows + T - 1) / T);
     int b = blockIdx.x;
+    if (b == 0)                                             // the GEMM's band counters, before it starts
+#pragma unroll 1
+        for (int i = threadIdx.y * 32 + threadIdx.x; i < bands; i += 256) band_ready[i] = 0;
     Tile t;
-    if (b < a_blocks) {                                     // A: rows m, columns k, both ways
+    if (b < a_blocks) {                                     // A's first a_rows rows: rows m, columns k, both ways
         const int k0 = (b % k_tiles) * T, m0 = (b / k_tiles) * T;
-        t.load_split(A, M, K, m0, k0);
+        t.load_split(A, a_rows, K, m0, k0);
         t.store_parts(a_parts, M, pitch, m0, k0);
         return;
     }

@@ -12,6 +12,7 @@
 //   split_tf32(x, big, small)            x -> two TF32 numbers, x ~ big + small (3xTF32: h4_3xtf32, h6_3xtf32)
 //   SplitTile<T>                         a split pass's T x T tile, loaded whole, then split
 //   fence_proxy_async()                  generic-proxy smem writes -> visible to wgmma / TMA
+//   fence_proxy_async_global()           the same for global memory (h4_3xtf32's split bands)
 //   mbar_init / _arrive / _arrive_tx / _wait(parity)     mbarrier.* on a shared uint64_t
 //   tma_load_2d(dst, map, x, y, bar)     cp.async.bulk.tensor.2d, completion on an mbarrier
 //   tma_store_2d(map, x, y, src), bulk_commit, bulk_wait_read<N>, bulk_wait<N>   TMA stores (h6)
@@ -19,7 +20,7 @@
 //   st_shared_f2(addr, x, y), st_shared_f32(addr, x), ld_shared_u32(addr)   shared memory by 32-bit
 //                                        shared address (STS.64, STS, LDS: never a generic ST / LD)
 //   setmaxnreg_inc<R> / _dec<R>          move registers between warpgroups (warp specialization)
-//   st_release_gpu_u32(p, v), ld_acquire_gpu_u32(p), globaltimer_ns()   a flag in global memory published
+//   st_release_gpu_u32(p, v), red_release_gpu_add_u32(p, v), ld_acquire_gpu_u32(p), globaltimer_ns()   a flag in global memory published
 //                                        to and read by other blocks (h7's stream-K fix-up), the GPU's clock
 //   cluster_ctarank / cluster_id_x / nclusters_x / cluster_sync, mbar_arrive_cluster(bar, rank),
 //   tma_load_2d_multicast(dst, map, x, y, bar, mask)     thread-block clusters (h5)
@@ -113,6 +114,10 @@ __device__ __forceinline__ void keep_in_regs(float (&acc)[R]) {
 __device__ __forceinline__ void fence_proxy_async() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
+// The same for global memory: generic stores of one block -> TMA loads of another (h4_3xtf32's bands)
+__device__ __forceinline__ void fence_proxy_async_global() {
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
 
 // ---- mbarrier -----------------------------------------------------------------------------------
 __device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
@@ -197,6 +202,9 @@ __device__ __forceinline__ void named_bar_sync(int id, int threads) {
 // invalidation (CCTL.IVALL); the release MEMBAR.ALL.GPU, then STG.E.STRONG.GPU.
 __device__ __forceinline__ void st_release_gpu_u32(unsigned* p, unsigned v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void red_release_gpu_add_u32(unsigned* p, unsigned v) {
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
 }
 __device__ __forceinline__ unsigned ld_acquire_gpu_u32(const unsigned* p) {
     unsigned v;

@@ -92,13 +92,35 @@ def test_four_tma_boxes_per_stage(listing):
     assert n > 0 and n % 4 == 0, n
 
 
+def _regions(lines):
+    """The consumers' instructions and the producer warpgroup's (from its USETMAXREG.DEALLOC on, to the
+    end: ptxas lays the consumers' branch out first)."""
+    start = next(i for i, line in enumerate(lines) if line.startswith("USETMAXREG.DEALLOC"))
+    return lines[:start], lines[start:]
+
+
 def test_the_promotion_is_64_fadds_after_the_chain_is_waited_for(listing):
-    """wgmma_wait<1> inside a chain, wait<0> once at its end, then BN / 2 FADDs (and no other FADD)."""
-    lines = listing[""]
+    """wgmma_wait<1> inside a chain, wait<0> once at its end, then BN / 2 FADDs, the consumers' only ones."""
+    lines, _ = _regions(listing[""])
     waits = [i for i, line in enumerate(lines) if line.startswith("WARPGROUP.DEPBAR.LE")]
     assert [lines[i].split()[-2:] for i in waits] == [["gsb0,", "0x1"], ["gsb0,", "0x0"]], [lines[i] for i in waits]
     fadds = [i for i, line in enumerate(lines) if line.startswith("FADD")]
     assert len(fadds) == P["BN"] // 2 and min(fadds) > waits[1], (len(fadds), waits)
+
+
+def test_the_splitter_warps_split_a_run_as_the_header_says(listing):
+    """The producer warpgroup's splitter warps (OVERLAP): SPLIT_UNROLL evict-first loads a run, all issued
+    before the first split; per element one FADD (x - big) and two evict-first stores; then the proxy
+    fence and a release add on the band's counter. The TMA thread waits on it with an acquire load, a
+    nanosleep between tries, and the proxy fence before its loads."""
+    _, prod = _regions(listing[""])
+    u = P["SPLIT_UNROLL"]
+    loads = [i for i, line in enumerate(prod) if re.match(r"(@!?P\w+\s+)?LDG\.E\.EF", line)]
+    stores = [i for i, line in enumerate(prod) if re.match(r"(@!?P\w+\s+)?STG\.E\.EF", line)]
+    assert len(loads) == u and len(stores) == 2 * u and max(loads) < min(stores), (loads, stores)
+    assert len(ops(prod, "FADD")) == u and len(ops(prod, "FENCE.VIEW.ASYNC.G")) == 2
+    assert ops(prod, "REDG.E.ADD.STRONG.GPU") and ops(prod, "LDG.E.STRONG.GPU") and ops(prod, "NANOSLEEP")
+    assert not ops(prod, "LDL") and not ops(prod, "STL")
 
 
 def test_warp_specialized_with_setmaxnreg(listing):
@@ -108,12 +130,13 @@ def test_warp_specialized_with_setmaxnreg(listing):
 
 def test_the_split_pass_is_the_header_says(listing):
     """E = SPLIT_TILE^2 / 256 elements of A and E of B a thread: per element the clamp's limit (FSEL: 1 for
-    Inf and NaN), its two FMNMX and one FADD (x - big); one LDG and two STG (big and small); B's transpose
+    Inf and NaN), its two FMNMX and one FADD (x - big); one LDG and two STG (big and small), and one STG in
+    a loop of its own (block 0 zeroes the GEMM's band counters); B's transpose
     through shared memory (two STS, two LDS an element); no tensor core. Each part's E loads are plain
     LDG (not .CONSTANT, which ptxas would sink among the stores) and all go out before its first store."""
     s, e = listing["split"], P["SPLIT_TILE"] ** 2 // 256
     assert len(ops(s, "FMNMX")) == 2 * len(ops(s, "FADD")) == 2 * len(ops(s, "FSEL")) == 4 * e
-    assert len(ops(s, "LDG")) == 2 * e and len(ops(s, "STG")) == 4 * e
+    assert len(ops(s, "LDG")) == 2 * e and len(ops(s, "STG")) == 4 * e + 1    # + 1: block 0 zeroes the band counters
     assert len(ops(s, "STS")) == len(ops(s, "LDS")) == 2 * e
     assert not [l for l in ops(s, "LDG") if "CONSTANT" in l]
     kinds = [m.group(1) for l in s for m in [re.search(r"\b(LDG|STG|STS)\.", l)] if m]
@@ -129,7 +152,7 @@ def test_the_split_pass_is_the_header_says(listing):
 def test_the_hook_splits_into_padded_parts_and_maps_each(monkeypatch, shape):
     M, N, K = shape
     got = {"scratch": {}, "maps": [], "launches": []}
-    bases = {"A split": 1 << 20, "B split, transposed": 1 << 36}
+    bases = {"A split": 1 << 20, "B split, transposed": 1 << 36, "A band counters": 1 << 44}
 
     def scratch(purpose, nbytes):
         got["scratch"][purpose] = nbytes
@@ -156,17 +179,38 @@ def test_the_hook_splits_into_padded_parts_and_maps_each(monkeypatch, shape):
 
     pk = -(-K // 4) * 4                                    # 16-byte rows for TMA
     a2, b2 = bases["A split"], bases["B split, transposed"]
-    assert got["scratch"] == {"A split": 2 * M * pk * 4, "B split, transposed": 2 * N * pk * 4}
+    bands = -(-M // (P["GROUP"] * 128))
+    assert got["scratch"] == {"A split": 2 * M * pk * 4, "B split, transposed": 2 * N * pk * 4,
+                              "A band counters": 4 * bands}
     assert got["maps"] == [(a2, "float32", M, K, 128, 32, pk), (a2 + M * pk * 4, "float32", M, K, 128, 32, pk),
                            (b2, "float32", N, K, 128, 32, pk), (b2 + N * pk * 4, "float32", N, K, 128, 32, pk)]
     (split, sgrid, sblock, sargs, ssmem), (gemm, grid, block, args, smem) = got["launches"]
     assert split == "split_h4_3xtf32" and sblock == (32, 8) and ssmem == 0
     t = P["SPLIT_TILE"]
-    assert sgrid == (-(-K // t) * (-(-M // t) + -(-N // t)),)             # a t x t tile of A or B per block
-    assert sargs == [M, N, K, ("ptr", 11), ("ptr", 22), ("ptr", a2), ("ptr", b2), pk]
     tiles = -(-M // 128) * -(-N // 128)
+    # the bands of A the first wave's tiles read (bands of GROUP tile rows, GROUP x tiles_n tiles each)
+    first_band = min(bands, (min(tiles, 132) - 1) // (P["GROUP"] * -(-N // 128)) + 1)
+    a_rows = min(M, first_band * P["GROUP"] * 128)
+    assert (M, N, K) != (4096, 4096, 4096) or (a_rows, first_band, bands) == (1024, 1, 4)
+    assert sgrid == (-(-K // t) * (-(-a_rows // t) + -(-N // t)),)        # a t x t tile of A or B per block
+    flags = ("ptr", bases["A band counters"])
+    assert sargs == [M, N, K, ("ptr", 11), ("ptr", 22), ("ptr", a2), ("ptr", b2), pk, a_rows, flags, bands]
     assert gemm == "sgemm_h4_3xtf32" and grid == (min(tiles, 132),) and block == (384,)
-    assert args == [M, N, K, "map1", "map2", "map3", "map4", ("ptr", 33)] and smem == ROW.shared_bytes
+    assert args == [M, N, K, "map1", "map2", "map3", "map4", ("ptr", 33), ("ptr", 11), ("ptr", a2), pk,
+                    flags, first_band] and smem == ROW.shared_bytes
+
+
+@pytest.mark.parametrize("shape, first_band, bands", [((4096, 4096, 4096), 1, 4), ((8192, 8192, 8192), 1, 8),
+                                                      ((2100, 2113, 301), 1, 3), ((8192, 256, 512), 8, 8),
+                                                      ((300, 520, 1000), 1, 1), ((1, 1, 1), 1, 1)],
+                         ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
+def test_the_pass_splits_the_bands_of_the_first_wave_and_the_gemm_the_rest(shape, first_band, bands):
+    """The bands the first wave of 132 tiles reads go to the pass; with OVERLAP = 0 every band does.
+    8192 x 256: a band is 16 tiles, so the first wave reads all 8 and the GEMM splits none."""
+    M, N, _ = shape
+    grid = min(-(-M // 128) * -(-N // 128), 132)
+    assert launch.split_bands(ROW, M, N, grid) == (bands, first_band)
+    assert launch.split_bands(ROW.with_params(OVERLAP=0), M, N, grid) == (bands, bands)
 
 
 # --- a numpy model of the arithmetic --------------------------------------------------------------
@@ -282,10 +326,13 @@ def test_the_split_pass_is_the_course_split_bit_for_bit():
     special = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 3.4028235e38, -3e-30, 1.0], np.float32)
     A.ravel()[:special.size], B.ravel()[-special.size:] = special, special
     LAB.build([ROW], ["sm_90"])
-    split = load_function(str(LAB.cubin(ROW, "sm_90")), ROW.helpers["split"], 0, "iiiPPPPi")
+    split = load_function(str(LAB.cubin(ROW, "sm_90")), ROW.helpers["split"], 0, "iiiPPPPiiPi")
     a, b = cuda.to_device(A), cuda.to_device(B)
     a2, b2 = cuda.to_device(np.full(2 * M * pk, 7.0, np.float32)), cuda.to_device(np.full(2 * N * pk, 7.0, np.float32))
-    split.prepared_call((launch.split_grid(M, N, K, P["SPLIT_TILE"]), 1, 1), (32, 8, 1), M, N, K, a, b, a2, b2, pk)
+    flags = cuda.to_device(np.full(1, 5, np.uint32))
+    split.prepared_call((launch.split_grid(M, N, K, P["SPLIT_TILE"]), 1, 1), (32, 8, 1), M, N, K, a, b, a2, b2, pk,
+                        M, flags, 1)
+    assert cuda.from_device(flags, (1,), np.uint32)[0] == 0             # the GEMM's band counter, zeroed
     got_a, got_b = cuda.from_device(a2, (2, M, pk), np.float32), cuda.from_device(b2, (2, N, pk), np.float32)
     for x, parts in ((A, got_a), (B.T, got_b)):
         want = tf32_split(np.ascontiguousarray(x), ties="away")
@@ -294,6 +341,26 @@ def test_the_split_pass_is_the_course_split_bit_for_bit():
             assert np.array_equal(part[:, :K][same].view(np.uint32), w[same].view(np.uint32))
         assert np.all(np.isfinite(parts[0][:, :K][~same])) and np.all(np.isnan(parts[1][:, :K][~same]))
         assert np.all(parts[:, :, K:] == 7.0)            # the padding is never written (TMA never reads it)
+
+
+@needs_gpu
+@needs_hopper
+@pytest.mark.parametrize("shape", [(2100, 2113, 301), (4096, 4096, 256)], ids=lambda s: "x".join(map(str, s)))
+def test_the_gemms_own_split_of_a_is_the_pass_bit_for_bit(shape):
+    """Where the GEMM's splitter warps split A's later bands (OVERLAP; 2100 x 2113: bands 1 and 2, the last
+    52 rows, K = 301 not a multiple of 4), C equals, bit for bit, that of the build whose pass splits all
+    of A, and passes the check against float64; a band read before its counter is complete would show
+    here as stale parts (the buffers are reused from the call before, on other inputs)."""
+    M, N, K = shape
+    assert launch.split_bands(ROW, M, N, 132)[1] < launch.split_bands(ROW, M, N, 132)[0]
+    rng = np.random.default_rng(7)
+    whole = ROW.with_params(OVERLAP=0)
+    for _ in range(2):                                  # twice: the second call's scratch holds the first's parts
+        A, B = draw("wide", M, K, rng), draw("normal", K, N, rng)
+        got, want = LAB.matmul(ROW, A, B), LAB.matmul(whole, A, B)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    verdict = LAB.check(ROW, M, N, K)
+    assert verdict.ok, str(verdict)
 
 
 @needs_gpu
