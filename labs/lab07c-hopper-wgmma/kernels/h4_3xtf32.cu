@@ -120,7 +120,7 @@ static_assert(STAGES >= 2, "STAGES >= 2");
 static_assert(KCHUNK >= BK && KCHUNK % BK == 0, "KCHUNK must be a multiple of BK: a chain ends at a stage's end");
 static_assert(GROUP >= 1, "GROUP >= 1");
 static_assert(OVERLAP == 0 || OVERLAP == 1, "OVERLAP is 0 or 1");
-static_assert(SMEM_BYTES <= 232448, "dynamic shared memory at most 227 KB");
+static_assert(SMEM_BYTES + 3 * 32 * 33 * 4 <= 232448, "shared memory at most 227 KB (the stages, the splitters' tiles)");
 
 [[maybe_unused]] constexpr int A_TILE = BM * BK * 4;            // one A part (big or small) of a stage
 [[maybe_unused]] constexpr int B_TILE = BN * BK * 4;            // one Bt part
@@ -152,41 +152,78 @@ __device__ __forceinline__ void wait_count(const unsigned* counter, unsigned cou
     }
 }
 
-// The splitter warps (OVERLAP): A's rows of bands [first_band, bands) into A_big and A_small, band by band,
-// while the consumers multiply the bands before. All the grid's splitter warps share a band: a warp takes
-// every (gridDim.x SPLITTERS)-th run of 32 SPLIT_UNROLL columns of a row, loads all of its run before
-// splitting any (the loads in flight are what the copy's bandwidth is made of), and writes both parts by
-// streaming stores (evict-first: the parts are read a band later, by then long out of L2). Then its
-// lanes fence (their stores before the TMA reads of other blocks) and lane 0 counts the warp in.
-__device__ __forceinline__ void split_bands(const float* __restrict__ A, float* __restrict__ a_parts, int M,
-                                            int K, int pitch, unsigned* band_ready, int first_band, int bands) {
-    constexpr int U = SPLIT_UNROLL, RUN = 32 * U;
+// The splitter warps (OVERLAP) split what the pass left out, while the consumers multiply what it split:
+// first B's columns [b_cols, N) into Bt_big and Bt_small (the first wave's tiles read only columns below
+// b_cols; the next wave's need the rest), then A's rows of bands [first_band, bands) into A_big and
+// A_small, band by band. All the grid's splitter warps share each piece, each warp taking every
+// (gridDim.x SPLITTERS)-th unit of it, and count themselves in on the piece's counter when done: each
+// lane fences its stores before the TMA reads of other blocks, and lane 0 adds with release semantics.
+// Loads are evict-first and all of a unit's go out before its first split (the loads in flight are the
+// copy's bandwidth); stores are evict-first too (the parts are read a wave later, by then out of L2).
+__device__ __forceinline__ void count_in(unsigned* counter) {
+    fence_proxy_async_global();
+    __threadfence();
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) red_release_gpu_add_u32(counter, 1);
+}
+
+// B (K x N) -> Bt_big, Bt_small (N x K, pitch `pitch`), columns [b_cols, N), in 32 x 32 units transposed
+// through the warp's 32 x 33 shared tile (a row of 32 columns of B coalesced in, a row of 32 k of Bt
+// coalesced out, the pad column keeping both directions free of bank conflicts).
+__device__ __forceinline__ void split_b_columns(const float* __restrict__ B, float* __restrict__ bt_parts,
+                                                int N, int K, int pitch, int b_cols, float (*tile)[33],
+                                                int warp, int warps) {
+    constexpr int U = SPLIT_UNROLL;
     const int lane = threadIdx.x % 32;
-    const int warp = blockIdx.x * SPLITTERS + threadIdx.x / 32 - 1, warps = gridDim.x * SPLITTERS;
-    const int runs = (K + RUN - 1) / RUN;                 // runs a row
-    for (int b = first_band; b < bands; ++b) {
-        const int r0 = b * BAND_ROWS, units = min(BAND_ROWS, M - r0) * runs;
-        for (int u = warp; u < units; u += warps) {
-            const int r = r0 + u / runs, c = (u % runs) * RUN + lane;
-            const float* src = A + (size_t)r * K + c;
+    const int kt = (K + 31) / 32, units = kt * ((N - b_cols + 31) / 32);
+    for (int u = warp; u < units; u += warps) {
+        const int k0 = (u % kt) * 32, n0 = b_cols + (u / kt) * 32;
+        const int n = n0 + lane;
+#pragma unroll 1
+        for (int j0 = 0; j0 < 32; j0 += U) {
             float x[U];
 #pragma unroll
-            for (int j = 0; j < U; ++j) x[j] = c + 32 * j < K ? __ldcs(src + 32 * j) : 0.f;
-            float* big = a_parts + (size_t)r * pitch + c;
-            float* small = big + (size_t)M * pitch;
-#pragma unroll
             for (int j = 0; j < U; ++j)
-                if (c + 32 * j < K) {
-                    float hi, lo;
-                    split_tf32(x[j], hi, lo);
-                    __stcs(big + 32 * j, hi);
-                    __stcs(small + 32 * j, lo);
-                }
+                x[j] = k0 + j0 + j < K && n < N ? __ldcs(B + (size_t)(k0 + j0 + j) * N + n) : 0.f;
+#pragma unroll
+            for (int j = 0; j < U; ++j) tile[j0 + j][lane] = x[j];          // tile[k - k0][n - n0]
         }
-        fence_proxy_async_global();
-        __threadfence();
         __syncwarp();
-        if (lane == 0) red_release_gpu_add_u32(&band_ready[b], 1);
+        const int k = k0 + lane;
+#pragma unroll U
+        for (int i = 0; i < 32; ++i)                                        // Bt row n0 + i, column k
+            if (n0 + i < N && k < K) {
+                float hi, lo;
+                split_tf32(tile[lane][i], hi, lo);
+                __stcs(bt_parts + (size_t)(n0 + i) * pitch + k, hi);
+                __stcs(bt_parts + ((size_t)N + n0 + i) * pitch + k, lo);
+            }
+        __syncwarp();                                                       // the tile is read: the next may overwrite it
+    }
+}
+
+// A's rows of one band [r0, r1) in runs of 32 SPLIT_UNROLL columns, no transpose.
+__device__ __forceinline__ void split_a_rows(const float* __restrict__ A, float* __restrict__ a_parts, int M,
+                                             int K, int pitch, int r0, int r1, int warp, int warps) {
+    constexpr int U = SPLIT_UNROLL, RUN = 32 * U;
+    const int lane = threadIdx.x % 32;
+    const int runs = (K + RUN - 1) / RUN, units = (r1 - r0) * runs;
+    for (int u = warp; u < units; u += warps) {
+        const int r = r0 + u / runs, c = (u % runs) * RUN + lane;
+        const float* src = A + (size_t)r * K + c;
+        float x[U];
+#pragma unroll
+        for (int j = 0; j < U; ++j) x[j] = c + 32 * j < K ? __ldcs(src + 32 * j) : 0.f;
+        float* big = a_parts + (size_t)r * pitch + c;
+        float* small = big + (size_t)M * pitch;
+#pragma unroll
+        for (int j = 0; j < U; ++j)
+            if (c + 32 * j < K) {
+                float hi, lo;
+                split_tf32(x[j], hi, lo);
+                __stcs(big + 32 * j, hi);
+                __stcs(small + 32 * j, lo);
+            }
     }
 }
 
@@ -194,13 +231,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
                 const __grid_constant__ CUtensorMap tmAsmall, const __grid_constant__ CUtensorMap tmBbig,
                 const __grid_constant__ CUtensorMap tmBsmall, float* __restrict__ C,
-                const float* __restrict__ A, float* __restrict__ a_parts, int pitch,
-                unsigned* __restrict__ band_ready, int first_band) {
+                const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ a_parts,
+                float* __restrict__ bt_parts, int pitch, unsigned* __restrict__ ready_count, int first_band,
+                int b_cols) {
 #if HOPPER_STUB
     __trap();                                            // not an sm_90a build: see hopper_ptx.cuh
 #else
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    __shared__ float split_tile[SPLITTERS][32][33];      // the splitter warps' transposes of B (OVERLAP)
     unsigned char* smem = reinterpret_cast<unsigned char*>(
         (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
 
@@ -219,18 +258,27 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
 
     if (wg == 0) {                                   // ---- producer ----
         setmaxnreg_dec<PRODUCER_REGS>();
+        // ready_count[b]: splitter warps done with A's band b; ready_count[bands]: with B's columns from b_cols
         const int bands = (M + BAND_ROWS - 1) / BAND_ROWS;
+        const unsigned all = gridDim.x * SPLITTERS;
         if (tid == 0) {
             int it = 0;                              // K slices issued since the block started
-            int ready = first_band - 1;              // bands below first_band: split by the pass
+            int a_ready = first_band - 1;            // bands below first_band, columns below b_cols: the pass's
+            bool b_ready = false;
             for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 int tm, tn;
                 tile_coords(tile, tiles_m, tiles_n, tm, tn);
-                if (tm / GROUP > ready) {            // a band the splitter warps write: wait for all of them
-                    ready = tm / GROUP;
-                    wait_count(&band_ready[ready], gridDim.x * SPLITTERS);
-                    fence_proxy_async_global();      // their generic stores, before this block's TMA reads
+                bool waited = false;
+                if (tn * BN >= b_cols && !b_ready) {  // columns the splitter warps write: wait for all of them
+                    wait_count(&ready_count[bands], all);
+                    b_ready = waited = true;
                 }
+                if (tm / GROUP > a_ready) {
+                    a_ready = tm / GROUP;
+                    wait_count(&ready_count[a_ready], all);
+                    waited = true;
+                }
+                if (waited) fence_proxy_async_global();   // their generic stores, before this block's TMA reads
                 for (int t = 0; t < KT; ++t, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
@@ -242,8 +290,14 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
                     tma_load_2d(st + 2 * A_TILE + B_TILE, &tmBsmall, t * BK, tn * BN, &full[s]);
                 }
             }
-        } else if (tid >= 32) {
-            split_bands(A, a_parts, M, K, pitch, band_ready, first_band, bands);
+        } else if (tid >= 32) {                      // the splitter warps
+            const int warp = blockIdx.x * SPLITTERS + tid / 32 - 1;
+            split_b_columns(B, bt_parts, N, K, pitch, b_cols, split_tile[tid / 32 - 1], warp, all);
+            count_in(&ready_count[bands]);
+            for (int b = first_band; b < bands; ++b) {
+                split_a_rows(A, a_parts, M, K, pitch, b * BAND_ROWS, min(M, (b + 1) * BAND_ROWS), warp, all);
+                count_in(&ready_count[b]);
+            }
         }
     } else {                                         // ---- consumers ----
         setmaxnreg_inc<CONSUMER_REGS>();
@@ -298,8 +352,8 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
 // and writes are coalesced rows (the pad column avoids bank conflicts), as h4_tf32's transpose.
 extern "C" __global__ void __launch_bounds__(256)
 split_h4_3xtf32(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
-                float* __restrict__ a_parts, float* __restrict__ bt_parts, int pitch, int a_rows,
-                unsigned* __restrict__ band_ready, int bands) {
+                float* __restrict__ a_parts, float* __restrict__ bt_parts, int pitch, int a_rows, int b_cols,
+                unsigned* __restrict__ ready_count, int counters) {
     constexpr int T = SPLIT_TILE;
     static_assert(2 * T * (T + 1) * sizeof(float) <= 48 * 1024, "SPLIT_TILE: the two shared tiles are static, 48 KB at most");
     using Tile = SplitTile<T>;
@@ -308,7 +362,7 @@ split_h4_3xtf32(int M, int N, int K, const float* __restrict__ A, const float* _
     int b = blockIdx.x;
     if (b == 0)                                             // the GEMM's band counters, before it starts
 #pragma unroll 1
-        for (int i = threadIdx.y * 32 + threadIdx.x; i < bands; i += 256) band_ready[i] = 0;
+        for (int i = threadIdx.y * 32 + threadIdx.x; i < counters; i += 256) ready_count[i] = 0;
     Tile t;
     if (b < a_blocks) {                                     // A's first a_rows rows: rows m, columns k, both ways
         const int k0 = (b % k_tiles) * T, m0 = (b / k_tiles) * T;
@@ -334,7 +388,7 @@ split_h4_3xtf32(int M, int N, int K, const float* __restrict__ A, const float* _
         for (int j = 0; j < Tile::C; ++j) {
             const int y = threadIdx.y + 8 * i, x = threadIdx.x + 32 * j;
             const int n = n0 + y, k = k0 + x;                                 // Bt row n, column k
-            if (n < N && k < K) {
+            if (n < b_cols && k < K) {                                      // b_cols <= N
                 bt_parts[(size_t)n * pitch + k] = tile_big[x][y];
                 bt_parts[((size_t)N + n) * pitch + k] = tile_small[x][y];
             }
