@@ -6,18 +6,22 @@
 //   Entry points:
 //     sgemm_h4_3xtf32 (int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
 //                      const __grid_constant__ CUtensorMap tmAsmall, const __grid_constant__ CUtensorMap tmBbig,
-//                      const __grid_constant__ CUtensorMap tmBsmall, float* C)
+//                      const __grid_constant__ CUtensorMap tmBsmall, float* C, const float* A, const float* B,
+//                      float* a_parts, float* bt_parts, int pitch, unsigned* ready_count, int first_band,
+//                      int b_cols)
 //     split_h4_3xtf32 (int M, int N, int K, const float* A, const float* B, float* a_parts,
-//                      float* bt_parts, int pitch)
+//                      float* bt_parts, int pitch, int a_rows, int b_cols, unsigned* ready_count, int counters)
 //         a_parts:  A_big (M x K, row pitch `pitch` floats), then A_small at a_parts + M pitch
 //         bt_parts: Bt_big = big(B)^T (N x K, pitch `pitch`), then Bt_small at bt_parts + N pitch
 //   Tensor maps, all FP32 with CU_TENSOR_MAP_SWIZZLE_128B, K contiguous (K-major):
 //     tmAbig, tmAsmall:  dims (K, M), box (32, BM), row pitch `pitch` floats
 //     tmBbig, tmBsmall:  dims (K, N), box (32, BN), row pitch `pitch` floats
 //   Launch (the hook, per call, both timed): split_h4_3xtf32 with block (32, 8) on a 1-D grid of
-//     ceil(K / T) ceil(M / T) + ceil(K / T) ceil(N / T) blocks (one T x T tile each, T = SPLIT_TILE:
+//     ceil(K / T) ceil(a_rows / T) + ceil(K / T) ceil(b_cols / T) blocks (one T x T tile each, T = SPLIT_TILE:
 //     A's first, then B's), pitch = K rounded up to 4 floats; then sgemm_h4_3xtf32 with THREADS = 384 on a
-//     persistent grid (min(#SMs, tiles), 1, 1), SMEM_BYTES dynamic.
+//     persistent grid (min(#SMs, tiles), 1, 1), SMEM_BYTES dynamic. a_rows = first_band GROUP BM and b_cols
+//     (both at most M and N): what the first wave of tiles reads, launch.py's split_share; ready_count:
+//     bands + 1 counters, which the pass zeroes (counters = bands + 1) and the GEMM's splitter warps count.
 //   Shapes:  any M, N, K >= 1 (the split writes every part at a padded pitch: TMA's 16-byte rule
 //            holds for any K).
 //   Build:   sm_90a only.
@@ -57,6 +61,16 @@
 // 5. Half h4_tf32's tile: the running sums double the accumulators, 64 chain + 64 running floats per
 //    thread for a 64 x 128 consumer tile; 128 + 128 for h4_tf32's 64 x 256 would not fit (Registers,
 //    below).
+// 6. The split overlapped with the multiply (OVERLAP = 1). The pass is bound by DRAM and the GEMM by the
+//    tensor core, so the pass splits only what the first wave of tiles reads (A's first band of GROUP x
+//    BM rows, B's first columns), and the producer warpgroup's three idle warps split the rest inside the
+//    GEMM (B's remaining columns, then A's bands in raster order) while the consumers multiply. Each
+//    piece has a counter in global memory: a splitter warp fences its stores (fence.proxy.async.global:
+//    generic stores, then another block's TMA reads) and adds 1 with release; the TMA thread, before the
+//    first load of a tile that reads a piece, waits with acquire loads until every splitter warp of the
+//    grid has counted in, and fences. The wait is on data a wave ahead, so it is rarely felt; the grid
+//    is one block an SM, all resident, so the splitters always run (a count that never comes traps
+//    after 10 s). The parts are bit for bit the pass's (the same split_tf32).
 //
 // Tiles and why: BM x BN = 128 x 128 (two consumer warpgroups, each m64n128k8), BK = 32 floats (one
 // 128-byte swizzle row, as h4_tf32), four 16 KB boxes a stage = 64 KB, STAGES = 3 (192 KB + 1 KB for
@@ -65,13 +79,18 @@
 // block, 16 KB of reads in flight: the pass is bound by DRAM, and a 32 x 32 tile's 4 KB kept it at
 // about 2.5 TB/s). Registers: ptxas allocates the whole kernel within
 // __launch_bounds__(384, 1)'s 168 a thread, and the consumers' 64 + 64 accumulators fit there with no
-// spill; a 128 x 256 tile (128 + 128) or a third consumer warpgroup (128 a thread) would not.
+// spill; a 128 x 256 tile (128 + 128) or a third consumer warpgroup (128 a thread) would not. The
+// splitter warps live within the producer's 40 registers: SPLIT_UNROLL = 4 loads in flight a lane, and a
+// 32 x 33 float shared tile a warp for B's transpose (12.4 KB beside the stages).
 //
 // What to look for in SASS (sgemm_h4_3xtf32): HGMMA.64x128x8.F32.TF32, 12 in the stage loop (3 per
 // 8-deep slice, 4 slices), the first with the scale-d predicate (UP0), the rest accumulating;
 // WARPGROUP.DEPBAR.LE gsb0, 0x1 in the stage loop and 0x0 once at a chain's end, followed by the
-// promotion's 64 FADDs (the kernel's only FADDs); UTMALDG.2D, 4 per stage (the producer's loop is
+// promotion's 64 FADDs (the consumers' only FADDs); UTMALDG.2D, 4 per stage (the producer's loop is
 // unrolled: a multiple of 4); SYNCS.* (mbarriers); USETMAXREG.DEALLOC and .TRY_ALLOC; no local memory.
+// The splitter warps, after USETMAXREG.DEALLOC: LDG.E.EF and STG.E.EF (evict-first), SPLIT_UNROLL loads at
+// a time; STS and LDS (B's transpose); FENCE.VIEW.ASYNC.G and REDG.E.ADD.STRONG.GPU (a counter), and the
+// TMA thread's LDG.E.STRONG.GPU and NANOSLEEP (the wait).
 // split_h4_3xtf32 (a thread splits E = SPLIT_TILE^2 / 256 elements of A, or E of B: 2E in the code): per
 // element FSETP and FSEL (the clamp's limit: 1 for Inf and NaN), 2 FMNMX (the clamp), IADD3 and LOP3
 // (big's rounding), FADD (x - big), then cvt.rna as FSETP (finite?), IADD and LOP3; one LDG and two STG
@@ -102,10 +121,10 @@
 #define SPLIT_TILE 64   // the split pass's tile: 64 x 64, 16 KB of loads in flight a block (32: 4 KB)
 #endif
 #ifndef OVERLAP
-#define OVERLAP 1   // 1: the GEMM's idle producer warps split A's later bands while the consumers multiply
+#define OVERLAP 1   // 1: the pass splits what the first wave reads, the GEMM's idle producer warps the rest (item 6)
 #endif
 #ifndef SPLIT_UNROLL
-#define SPLIT_UNROLL 4  // loads a splitter lane has in flight (32 x SPLIT_UNROLL columns a warp a step)
+#define SPLIT_UNROLL 4  // loads a splitter lane has in flight (A: runs of 32 x SPLIT_UNROLL columns)
 #endif
 
 #define CONSUMERS 2 // consumer warpgroups, 64 rows each
