@@ -115,8 +115,8 @@ ACCURACY_ROWS = ["h4_tf32", "h4_3xtf32", ("h4_3xtf32", {"KCHUNK": 131072}), "h6_
 BENCH_SIZES = [2048, 4096, 8192]
 SELFCHECK_SHAPES = [(1, 1, 8), (127, 129, 136), (129, 127, 64), (1000, 3, 520), (300, 520, 1000), (256, 256, 256)]
 # the third: h7's stream-K on (33 tiles x 17 k-iterations over 132 SMs, each tile summed from 4-5 blocks);
-# the fourth: h4_3xtf32's splitter warps at work (162 tiles on 132 SMs: B's columns 2176.. and A's second
-# band, 76 rows, split inside the GEMM; launch.split_share)
+# the fourth: h4_3xtf32's splitter warps at work (162 tiles on 132 SMs: A's second band, 76 rows, split
+# inside the GEMM; launch.split_share)
 SANITIZE_SHAPES = [(127, 129, 136), (300, 520, 1000), (300, 2600, 1088), (1100, 2200, 200)]
 # make tune: h4 and h4_tf32 over tile x STAGES x GROUP (tuning.py says why those); the compiler says which
 # candidates their static_asserts accept before anything is built

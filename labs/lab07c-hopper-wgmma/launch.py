@@ -419,34 +419,30 @@ def split_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
                 _map(bt_parts + N * pk * 4, "float32", N, K, bn, SWIZZLE_FLOATS, pk)]    # Bt_small
         tiles_m, tiles_n = _tiles(kernel, M, N)
         grid = min(tiles_m * tiles_n, _sm_count())
-        bands, first_band, b_cols = split_share(kernel, M, N, grid)
+        bands, first_band = split_share(kernel, M, N, grid)
         a_rows = min(M, first_band * kernel.tiling.value("GROUP") * bm)
-        counts = _scratch("split counters", 4 * (bands + 1))
-        return [prepared_launch(split, (split_grid(a_rows, b_cols, K, kernel.tiling.value("SPLIT_TILE")),), (32, 8),
+        counts = _scratch("A band counters", 4 * bands)
+        return [prepared_launch(split, (split_grid(a_rows, N, K, kernel.tiling.value("SPLIT_TILE")),), (32, 8),
                                 [*_ints(M, N, K), _ptr(a), _ptr(b), _ptr(a_parts), _ptr(bt_parts),
-                                 *_ints(pk, a_rows, b_cols), _ptr(counts), *_ints(bands + 1)], 0, s),
+                                 *_ints(pk, a_rows), _ptr(counts), *_ints(bands)], 0, s),
                 prepared_launch(f, (grid,), (kernel.threads,),
-                                [*_ints(M, N, K), *maps, _ptr(c), _ptr(a), _ptr(b), _ptr(a_parts), _ptr(bt_parts),
-                                 *_ints(pk), _ptr(counts), *_ints(first_band, b_cols)], kernel.shared_bytes, s)]
+                                [*_ints(M, N, K), *maps, _ptr(c), _ptr(a), _ptr(a_parts), *_ints(pk),
+                                 _ptr(counts), *_ints(first_band)], kernel.shared_bytes, s)]
     _run(kernel, cubin, M, N, K, a, b, c, stream, make)
 
 
 def split_share(kernel, M, N, grid):
-    """h4_3xtf32's split shared between the pass and the GEMM: (bands, first_band, b_cols). A band is the
-    GROUP x BM rows of A one raster band of tiles reads, tile column by tile column. The pass splits what
-    the GEMM's first wave of `grid` tiles reads (it cannot wait for it): A's bands below first_band and,
-    when that wave lies in band 0, B's columns below b_cols (its tile columns); the GEMM's producer warps
-    split the rest of B and then A's later bands while its consumers multiply (OVERLAP = 1). With
-    OVERLAP = 0 the pass splits everything: (bands, bands, N)."""
+    """h4_3xtf32's split of A shared between the pass and the GEMM: (bands, first_band). A band is the
+    GROUP x BM rows of A one raster band of tiles reads. The pass splits the bands the GEMM's first wave
+    of `grid` tiles reads (it cannot wait for them), and all of B; the GEMM's producer warps split A's
+    bands from first_band on while its consumers multiply (OVERLAP = 1). With OVERLAP = 0 the pass splits
+    every band: (bands, bands)."""
     bm, bn = kernel.tile
     group = kernel.tiling.value("GROUP")
     bands = cdiv(M, group * bm)
     if not kernel.tiling.value("OVERLAP"):
-        return bands, bands, N
-    rows = min(group, cdiv(M, bm))                       # tile rows of band 0
-    first_band = min(bands, (grid - 1) // (group * cdiv(N, bn)) + 1)
-    b_cols = min(N, cdiv(grid, rows) * bn) if first_band == 1 else N
-    return bands, first_band, b_cols
+        return bands, bands
+    return bands, min(bands, (grid - 1) // (group * cdiv(N, bn)) + 1)   # every band but the last is full
 
 
 def tf32_registers_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):

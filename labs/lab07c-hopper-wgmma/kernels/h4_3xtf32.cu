@@ -6,22 +6,21 @@
 //   Entry points:
 //     sgemm_h4_3xtf32 (int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
 //                      const __grid_constant__ CUtensorMap tmAsmall, const __grid_constant__ CUtensorMap tmBbig,
-//                      const __grid_constant__ CUtensorMap tmBsmall, float* C, const float* A, const float* B,
-//                      float* a_parts, float* bt_parts, int pitch, unsigned* ready_count, int first_band,
-//                      int b_cols)
+//                      const __grid_constant__ CUtensorMap tmBsmall, float* C, const float* A, float* a_parts,
+//                      int pitch, unsigned* ready_count, int first_band)
 //     split_h4_3xtf32 (int M, int N, int K, const float* A, const float* B, float* a_parts,
-//                      float* bt_parts, int pitch, int a_rows, int b_cols, unsigned* ready_count, int counters)
+//                      float* bt_parts, int pitch, int a_rows, unsigned* ready_count, int bands)
 //         a_parts:  A_big (M x K, row pitch `pitch` floats), then A_small at a_parts + M pitch
 //         bt_parts: Bt_big = big(B)^T (N x K, pitch `pitch`), then Bt_small at bt_parts + N pitch
 //   Tensor maps, all FP32 with CU_TENSOR_MAP_SWIZZLE_128B, K contiguous (K-major):
 //     tmAbig, tmAsmall:  dims (K, M), box (32, BM), row pitch `pitch` floats
 //     tmBbig, tmBsmall:  dims (K, N), box (32, BN), row pitch `pitch` floats
 //   Launch (the hook, per call, both timed): split_h4_3xtf32 with block (32, 8) on a 1-D grid of
-//     ceil(K / T) ceil(a_rows / T) + ceil(K / T) ceil(b_cols / T) blocks (one T x T tile each, T = SPLIT_TILE:
+//     ceil(K / T) ceil(a_rows / T) + ceil(K / T) ceil(N / T) blocks (one T x T tile each, T = SPLIT_TILE:
 //     A's first, then B's), pitch = K rounded up to 4 floats; then sgemm_h4_3xtf32 with THREADS = 384 on a
-//     persistent grid (min(#SMs, tiles), 1, 1), SMEM_BYTES dynamic. a_rows = first_band GROUP BM and b_cols
-//     (both at most M and N): what the first wave of tiles reads, launch.py's split_share; ready_count:
-//     bands + 1 counters, which the pass zeroes (counters = bands + 1) and the GEMM's splitter warps count.
+//     persistent grid (min(#SMs, tiles), 1, 1), SMEM_BYTES dynamic. a_rows = min(M, first_band GROUP BM):
+//     the bands of A the first wave of tiles reads (launch.py, split_share); ready_count: a counter a band
+//     (bands = ceil(M / (GROUP BM))), which the pass zeroes and the GEMM's splitter warps count.
 //   Shapes:  any M, N, K >= 1 (the split writes every part at a padded pitch: TMA's 16-byte rule
 //            holds for any K).
 //   Build:   sm_90a only.
@@ -61,16 +60,18 @@
 // 5. Half h4_tf32's tile: the running sums double the accumulators, 64 chain + 64 running floats per
 //    thread for a 64 x 128 consumer tile; 128 + 128 for h4_tf32's 64 x 256 would not fit (Registers,
 //    below).
-// 6. The split overlapped with the multiply (OVERLAP = 1). The pass is bound by DRAM and the GEMM by the
-//    tensor core, so the pass splits only what the first wave of tiles reads (A's first band of GROUP x
-//    BM rows, B's first columns), and the producer warpgroup's three idle warps split the rest inside the
-//    GEMM (B's remaining columns, then A's bands in raster order) while the consumers multiply. Each
-//    piece has a counter in global memory: a splitter warp fences its stores (fence.proxy.async.global:
-//    generic stores, then another block's TMA reads) and adds 1 with release; the TMA thread, before the
-//    first load of a tile that reads a piece, waits with acquire loads until every splitter warp of the
-//    grid has counted in, and fences. The wait is on data a wave ahead, so it is rarely felt; the grid
-//    is one block an SM, all resident, so the splitters always run (a count that never comes traps
-//    after 10 s). The parts are bit for bit the pass's (the same split_tf32).
+// 6. A's split overlapped with the multiply (OVERLAP = 1). The pass is bound by DRAM and the GEMM by the
+//    tensor core, so the pass splits all of B but only the bands of A the first wave of tiles reads (a
+//    band: the GROUP x BM rows of A a raster band of tiles reads; at 4096^3 the first), and the producer
+//    warpgroup's three idle warps split A's other bands inside the GEMM, in raster order, while the
+//    consumers multiply. Each band has a counter in global memory: a splitter warp fences its stores
+//    (fence.proxy.async.global: generic stores, then another block's TMA reads) and adds 1 with release;
+//    the TMA thread, before the first load of a tile in a band, waits with acquire loads until every
+//    splitter warp of the grid has counted in, and fences. The band is needed a wave or more after the
+//    splitters start on it, so the wait is rarely felt; the grid is one block an SM, all resident, so the
+//    splitters always run (a count that never comes traps after 10 s). The parts are bit for bit the
+//    pass's (the same split_tf32). B stays whole in the pass: its split is a transpose, and done by the
+//    splitter warps it came too late for the second wave (lab NOTES: measured, 7 % slower).
 //
 // Tiles and why: BM x BN = 128 x 128 (two consumer warpgroups, each m64n128k8), BK = 32 floats (one
 // 128-byte swizzle row, as h4_tf32), four 16 KB boxes a stage = 64 KB, STAGES = 3 (192 KB + 1 KB for
@@ -80,17 +81,17 @@
 // about 2.5 TB/s). Registers: ptxas allocates the whole kernel within
 // __launch_bounds__(384, 1)'s 168 a thread, and the consumers' 64 + 64 accumulators fit there with no
 // spill; a 128 x 256 tile (128 + 128) or a third consumer warpgroup (128 a thread) would not. The
-// splitter warps live within the producer's 40 registers: SPLIT_UNROLL = 4 loads in flight a lane, and a
-// 32 x 33 float shared tile a warp for B's transpose (12.4 KB beside the stages).
+// splitter warps live within the producer's 40 registers: SPLIT_UNROLL = 4 loads in flight a lane (8
+// measured no faster).
 //
 // What to look for in SASS (sgemm_h4_3xtf32): HGMMA.64x128x8.F32.TF32, 12 in the stage loop (3 per
 // 8-deep slice, 4 slices), the first with the scale-d predicate (UP0), the rest accumulating;
 // WARPGROUP.DEPBAR.LE gsb0, 0x1 in the stage loop and 0x0 once at a chain's end, followed by the
 // promotion's 64 FADDs (the consumers' only FADDs); UTMALDG.2D, 4 per stage (the producer's loop is
 // unrolled: a multiple of 4); SYNCS.* (mbarriers); USETMAXREG.DEALLOC and .TRY_ALLOC; no local memory.
-// The splitter warps, after USETMAXREG.DEALLOC: LDG.E.EF and STG.E.EF (evict-first), SPLIT_UNROLL loads at
-// a time; STS and LDS (B's transpose); FENCE.VIEW.ASYNC.G and REDG.E.ADD.STRONG.GPU (a counter), and the
-// TMA thread's LDG.E.STRONG.GPU and NANOSLEEP (the wait).
+// The splitter warps, after USETMAXREG.DEALLOC: SPLIT_UNROLL LDG.E.EF (evict-first) before the first of
+// 2 SPLIT_UNROLL STG.E.EF, SPLIT_UNROLL FADDs (x - big); FENCE.VIEW.ASYNC.G and REDG.E.ADD.STRONG.GPU (a
+// band's counter), and the TMA thread's LDG.E.STRONG.GPU, NANOSLEEP (the wait) and FENCE.VIEW.ASYNC.G.
 // split_h4_3xtf32 (a thread splits E = SPLIT_TILE^2 / 256 elements of A, or E of B: 2E in the code): per
 // element FSETP and FSEL (the clamp's limit: 1 for Inf and NaN), 2 FMNMX (the clamp), IADD3 and LOP3
 // (big's rounding), FADD (x - big), then cvt.rna as FSETP (finite?), IADD and LOP3; one LDG and two STG
@@ -121,10 +122,10 @@
 #define SPLIT_TILE 64   // the split pass's tile: 64 x 64, 16 KB of loads in flight a block (32: 4 KB)
 #endif
 #ifndef OVERLAP
-#define OVERLAP 1   // 1: the pass splits what the first wave reads, the GEMM's idle producer warps the rest (item 6)
+#define OVERLAP 1   // 1: the pass splits the bands of A the first wave reads, the GEMM's idle warps the rest (item 6)
 #endif
 #ifndef SPLIT_UNROLL
-#define SPLIT_UNROLL 4  // loads a splitter lane has in flight (A: runs of 32 x SPLIT_UNROLL columns)
+#define SPLIT_UNROLL 4  // loads a splitter lane has in flight (runs of 32 x SPLIT_UNROLL columns of A)
 #endif
 
 #define CONSUMERS 2 // consumer warpgroups, 64 rows each
@@ -139,7 +140,7 @@ static_assert(STAGES >= 2, "STAGES >= 2");
 static_assert(KCHUNK >= BK && KCHUNK % BK == 0, "KCHUNK must be a multiple of BK: a chain ends at a stage's end");
 static_assert(GROUP >= 1, "GROUP >= 1");
 static_assert(OVERLAP == 0 || OVERLAP == 1, "OVERLAP is 0 or 1");
-static_assert(SMEM_BYTES + 3 * 32 * 33 * 4 <= 232448, "shared memory at most 227 KB (the stages, the splitters' tiles)");
+static_assert(SMEM_BYTES <= 232448, "dynamic shared memory at most 227 KB");
 
 [[maybe_unused]] constexpr int A_TILE = BM * BK * 4;            // one A part (big or small) of a stage
 [[maybe_unused]] constexpr int B_TILE = BN * BK * 4;            // one Bt part
@@ -171,54 +172,18 @@ __device__ __forceinline__ void wait_count(const unsigned* counter, unsigned cou
     }
 }
 
-// The splitter warps (OVERLAP) split what the pass left out, while the consumers multiply what it split:
-// first B's columns [b_cols, N) into Bt_big and Bt_small (the first wave's tiles read only columns below
-// b_cols; the next wave's need the rest), then A's rows of bands [first_band, bands) into A_big and
-// A_small, band by band. All the grid's splitter warps share each piece, each warp taking every
-// (gridDim.x SPLITTERS)-th unit of it, and count themselves in on the piece's counter when done: each
-// lane fences its stores before the TMA reads of other blocks, and lane 0 adds with release semantics.
-// Loads are evict-first and all of a unit's go out before its first split (the loads in flight are the
-// copy's bandwidth); stores are evict-first too (the parts are read a wave later, by then out of L2).
+// The splitter warps (OVERLAP) split what the pass left out while the consumers multiply what it split:
+// A's rows of bands [first_band, bands) into A_big and A_small, band by band in raster order. All the
+// grid's splitter warps share a band, each warp taking every (gridDim.x SPLITTERS)-th run of 32
+// SPLIT_UNROLL columns of a row, and count themselves in on the band's counter when done: each lane fences
+// its stores before the TMA reads of other blocks, and lane 0 adds with release semantics. A run's loads
+// are evict-first and all go out before its first split (the loads in flight are the copy's bandwidth);
+// the stores are evict-first too (the parts are read a wave later, by then out of L2).
 __device__ __forceinline__ void count_in(unsigned* counter) {
     fence_proxy_async_global();
     __threadfence();
     __syncwarp();
     if (threadIdx.x % 32 == 0) red_release_gpu_add_u32(counter, 1);
-}
-
-// B (K x N) -> Bt_big, Bt_small (N x K, pitch `pitch`), columns [b_cols, N), in 32 x 32 units transposed
-// through the warp's 32 x 33 shared tile (a row of 32 columns of B coalesced in, a row of 32 k of Bt
-// coalesced out, the pad column keeping both directions free of bank conflicts).
-__device__ __forceinline__ void split_b_columns(const float* __restrict__ B, float* __restrict__ bt_parts,
-                                                int N, int K, int pitch, int b_cols, float (*tile)[33],
-                                                int warp, int warps) {
-    constexpr int U = SPLIT_UNROLL;
-    const int lane = threadIdx.x % 32;
-    const int kt = (K + 31) / 32, units = kt * ((N - b_cols + 31) / 32);
-    for (int u = warp; u < units; u += warps) {
-        const int k0 = (u % kt) * 32, n0 = b_cols + (u / kt) * 32;
-        const int n = n0 + lane;
-#pragma unroll 1
-        for (int j0 = 0; j0 < 32; j0 += U) {
-            float x[U];
-#pragma unroll
-            for (int j = 0; j < U; ++j)
-                x[j] = k0 + j0 + j < K && n < N ? __ldcs(B + (size_t)(k0 + j0 + j) * N + n) : 0.f;
-#pragma unroll
-            for (int j = 0; j < U; ++j) tile[j0 + j][lane] = x[j];          // tile[k - k0][n - n0]
-        }
-        __syncwarp();
-        const int k = k0 + lane;
-#pragma unroll U
-        for (int i = 0; i < 32; ++i)                                        // Bt row n0 + i, column k
-            if (n0 + i < N && k < K) {
-                float hi, lo;
-                split_tf32(tile[lane][i], hi, lo);
-                __stcs(bt_parts + (size_t)(n0 + i) * pitch + k, hi);
-                __stcs(bt_parts + ((size_t)N + n0 + i) * pitch + k, lo);
-            }
-        __syncwarp();                                                       // the tile is read: the next may overwrite it
-    }
 }
 
 // A's rows of one band [r0, r1) in runs of 32 SPLIT_UNROLL columns, no transpose.
@@ -250,15 +215,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
                 const __grid_constant__ CUtensorMap tmAsmall, const __grid_constant__ CUtensorMap tmBbig,
                 const __grid_constant__ CUtensorMap tmBsmall, float* __restrict__ C,
-                const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ a_parts,
-                float* __restrict__ bt_parts, int pitch, unsigned* __restrict__ ready_count, int first_band,
-                int b_cols) {
+                const float* __restrict__ A, float* __restrict__ a_parts, int pitch,
+                unsigned* __restrict__ ready_count, int first_band) {
 #if HOPPER_STUB
     __trap();                                            // not an sm_90a build: see hopper_ptx.cuh
 #else
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
-    __shared__ float split_tile[SPLITTERS][32][33];      // the splitter warps' transposes of B (OVERLAP)
     unsigned char* smem = reinterpret_cast<unsigned char*>(
         (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
 
@@ -277,27 +240,20 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
 
     if (wg == 0) {                                   // ---- producer ----
         setmaxnreg_dec<PRODUCER_REGS>();
-        // ready_count[b]: splitter warps done with A's band b; ready_count[bands]: with B's columns from b_cols
+        // ready_count[b]: how many splitter warps are done with A's band b (OVERLAP)
         const int bands = (M + BAND_ROWS - 1) / BAND_ROWS;
         const unsigned all = gridDim.x * SPLITTERS;
         if (tid == 0) {
             int it = 0;                              // K slices issued since the block started
-            int a_ready = first_band - 1;            // bands below first_band, columns below b_cols: the pass's
-            bool b_ready = false;
+            int ready = first_band - 1;              // the bands below first_band: split by the pass
             for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 int tm, tn;
                 tile_coords(tile, tiles_m, tiles_n, tm, tn);
-                bool waited = false;
-                if (tn * BN >= b_cols && !b_ready) {  // columns the splitter warps write: wait for all of them
-                    wait_count(&ready_count[bands], all);
-                    b_ready = waited = true;
+                if (tm / GROUP > ready) {            // a band the splitter warps write: wait for all of them
+                    ready = tm / GROUP;
+                    wait_count(&ready_count[ready], all);
+                    fence_proxy_async_global();      // their generic stores, before this block's TMA reads
                 }
-                if (tm / GROUP > a_ready) {
-                    a_ready = tm / GROUP;
-                    wait_count(&ready_count[a_ready], all);
-                    waited = true;
-                }
-                if (waited) fence_proxy_async_global();   // their generic stores, before this block's TMA reads
                 for (int t = 0; t < KT; ++t, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
@@ -311,8 +267,6 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
             }
         } else if (tid >= 32) {                      // the splitter warps
             const int warp = blockIdx.x * SPLITTERS + tid / 32 - 1;
-            split_b_columns(B, bt_parts, N, K, pitch, b_cols, split_tile[tid / 32 - 1], warp, all);
-            count_in(&ready_count[bands]);
             for (int b = first_band; b < bands; ++b) {
                 split_a_rows(A, a_parts, M, K, pitch, b * BAND_ROWS, min(M, (b + 1) * BAND_ROWS), warp, all);
                 count_in(&ready_count[b]);
@@ -371,8 +325,8 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
 // and writes are coalesced rows (the pad column avoids bank conflicts), as h4_tf32's transpose.
 extern "C" __global__ void __launch_bounds__(256)
 split_h4_3xtf32(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
-                float* __restrict__ a_parts, float* __restrict__ bt_parts, int pitch, int a_rows, int b_cols,
-                unsigned* __restrict__ ready_count, int counters) {
+                float* __restrict__ a_parts, float* __restrict__ bt_parts, int pitch, int a_rows,
+                unsigned* __restrict__ ready_count, int bands) {
     constexpr int T = SPLIT_TILE;
     static_assert(2 * T * (T + 1) * sizeof(float) <= 48 * 1024, "SPLIT_TILE: the two shared tiles are static, 48 KB at most");
     using Tile = SplitTile<T>;
@@ -381,7 +335,7 @@ split_h4_3xtf32(int M, int N, int K, const float* __restrict__ A, const float* _
     int b = blockIdx.x;
     if (b == 0)                                             // the GEMM's band counters, before it starts
 #pragma unroll 1
-        for (int i = threadIdx.y * 32 + threadIdx.x; i < counters; i += 256) ready_count[i] = 0;
+        for (int i = threadIdx.y * 32 + threadIdx.x; i < bands; i += 256) ready_count[i] = 0;
     Tile t;
     if (b < a_blocks) {                                     // A's first a_rows rows: rows m, columns k, both ways
         const int k0 = (b % k_tiles) * T, m0 = (b / k_tiles) * T;
@@ -407,7 +361,7 @@ split_h4_3xtf32(int M, int N, int K, const float* __restrict__ A, const float* _
         for (int j = 0; j < Tile::C; ++j) {
             const int y = threadIdx.y + 8 * i, x = threadIdx.x + 32 * j;
             const int n = n0 + y, k = k0 + x;                                 // Bt row n, column k
-            if (n < b_cols && k < K) {                                      // b_cols <= N
+            if (n < N && k < K) {
                 bt_parts[(size_t)n * pitch + k] = tile_big[x][y];
                 bt_parts[((size_t)N + n) * pitch + k] = tile_small[x][y];
             }
