@@ -92,7 +92,8 @@ THREE_X = [
            launch_hook=split_persistent, input_roundoff=TF32_SPLIT, helpers={"split": "split_h4_3xtf32"},
            title="h4_tf32 on big + small TF32 parts split on the device, 3 wgmma per step, sums promoted to FP32",
            claim="FP32's accuracy at tensor-core speed: a split pass (counted in the time), then 128 x 128 "
-                 "tiles whose wgmma chains are added to FP32 registers every KCHUNK of K"),
+                 "tiles whose wgmma chains are added to FP32 registers every KCHUNK of K; the pass splits the "
+                 "rows of A the first wave reads, the GEMM's idle producer warps the rest"),
     Kernel("h6_3xtf32", "h6_3xtf32.cu", {"": "sgemm_h6_3xtf32"}, "fp32_3xtf32", archs=HOPPER, needs=HOPPER_NEEDS,
            launch_hook=split_a_registers_persistent, input_roundoff=TF32_SPLIT, helpers={"split": "split_h6_3xtf32"},
            title="h4_3xtf32's arithmetic on h6_tf32's C^T = B^T A^T: B split in registers, only A split by a pass",
