@@ -78,11 +78,11 @@
 // the alignment; 4 would not fit 227 KB). KCHUNK = 64 (k8's: 24 chained wgmma per chain, 2 stages;
 // its header gives the model behind it), GROUP = 8. The split pass: SPLIT_TILE = 64 (a 64 x 64 tile a
 // block, 16 KB of reads in flight: the pass is bound by DRAM, and a 32 x 32 tile's 4 KB kept it at
-// about 2.5 TB/s). Registers: ptxas allocates the whole kernel within
-// __launch_bounds__(384, 1)'s 168 a thread, and the consumers' 64 + 64 accumulators fit there with no
-// spill; a 128 x 256 tile (128 + 128) or a third consumer warpgroup (128 a thread) would not. The
-// splitter warps live within the producer's 40 registers: SPLIT_UNROLL = 4 loads in flight a lane (8
-// measured no faster).
+// about 2.5 TB/s).
+// Registers: ptxas allocates the whole kernel within __launch_bounds__(384, 1)'s 168 a thread, and the
+// consumers' 64 + 64 accumulators fit there with no spill; a 128 x 256 tile (128 + 128) or a third
+// consumer warpgroup (128 a thread) would not. The splitter warps live within the producer's 40
+// registers: SPLIT_UNROLL = 4 loads in flight a lane (8 measured no faster).
 //
 // What to look for in SASS (sgemm_h4_3xtf32): HGMMA.64x128x8.F32.TF32, 12 in the stage loop (3 per
 // 8-deep slice, 4 slices), the first with the scale-d predicate (UP0), the rest accumulating;
@@ -95,7 +95,8 @@
 // split_h4_3xtf32 (a thread splits E = SPLIT_TILE^2 / 256 elements of A, or E of B: 2E in the code): per
 // element FSETP and FSEL (the clamp's limit: 1 for Inf and NaN), 2 FMNMX (the clamp), IADD3 and LOP3
 // (big's rounding), FADD (x - big), then cvt.rna as FSETP (finite?), IADD and LOP3; one LDG and two STG
-// (big and small) per element, and for B's transpose two STS and two LDS; no tensor core.
+// (big and small) per element, and for B's transpose two STS and two LDS; one more STG, in a loop of
+// its own (block 0 zeroes the band counters); no tensor core.
 // tests/test_3xtf32.py checks these counts. ptxas must not warn C7509-C7511.
 
 #include "hopper_ptx.cuh"

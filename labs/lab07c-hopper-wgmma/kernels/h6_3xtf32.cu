@@ -65,8 +65,9 @@
 // unrolls the producer: a multiple of 6); in the epilogue STS (one per value: 64), FENCE.VIEW.ASYNC.S,
 // named BAR.SYNC (2 a step) and UTMASTG (2 steps x 2 chunks); no STG; USETMAXREG; no local memory.
 // Registers: ptxas fits the whole kernel in __launch_bounds__(384, 1)'s 168 without a spill (64 chain +
-// 64 sums + 16 fragments). ptxas must not warn C7509-C7511. split_h6_3xtf32: per element FSEL, 2 FMNMX
-// and one FADD; per element a thread holds (SPLIT_TILE^2 / 256 of them) one LDG, two STG; no STS or LDS. tests/test_h6_3xtf32.py checks these.
+// 64 sums + 16 fragments). ptxas must not warn C7509-C7511.
+// split_h6_3xtf32 (a thread splits SPLIT_TILE^2 / 256 elements of A): per element FSEL, 2 FMNMX, one FADD,
+// one LDG and two STG; no STS or LDS. tests/test_h6_3xtf32.py checks these.
 
 #include "hopper_ptx.cuh"
 
