@@ -402,7 +402,9 @@ def split_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
     (each part's rows after the other's); then the GEMM on h4's persistent grid reads the four parts by
     TMA. Both launches are in what a call (and a timing) covers, as h4_tf32's transpose: a library
     call gets A and B as they are. The padded pitch serves any K (TMA's pitch is a multiple of 16
-    bytes; the maps keep K columns, so TMA fills zeros past the edge, never reads the padding)."""
+    bytes; the maps keep K columns, so TMA fills zeros past the edge, never reads the padding). With
+    OVERLAP the pass splits only A's first bands (split_share) and zeroes a counter a band, and the GEMM's
+    producer warps split the other bands as it runs."""
     cubin = cubin_for(kernel, func)
 
     def make():
