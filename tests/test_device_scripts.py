@@ -285,3 +285,13 @@ def test_make_test_leaves_at_most_eight_files_even_with_failures_and_a_notebook_
     assert {"failures.txt", "notebooks.log", "test.log", "build.tgz"} <= set(files), files
     with tarfile.open(out / "build.tgz") as t:
         assert sorted(t.getnames()) == ["build.log", "nvcc.jsonl", "prebuilt.txt"]
+
+
+@pytest.mark.skipif(not __import__("shutil").which("nvcc"), reason="needs nvcc")
+@pytest.mark.parametrize("probe", sorted(p.name for p in DEVICE.glob("*-probe.cu")))
+def test_the_probes_build_as_their_headers_say(probe, tmp_path):
+    """A probe is run once on the GPU machine, by hand (scripts/device/README.md): it must still build there
+    when that day comes, as its header says to build it (nvcc for sm_90)."""
+    r = subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-o", str(tmp_path / "probe"), str(DEVICE / probe)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
