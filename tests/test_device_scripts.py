@@ -2,6 +2,7 @@
 plugin that writes failures and slow tests under $OUT as they happen, and the shell scripts' syntax."""
 import importlib.util
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -287,7 +288,7 @@ def test_make_test_leaves_at_most_eight_files_even_with_failures_and_a_notebook_
         assert sorted(t.getnames()) == ["build.log", "nvcc.jsonl", "prebuilt.txt"]
 
 
-@pytest.mark.skipif(not __import__("shutil").which("nvcc"), reason="needs nvcc")
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 @pytest.mark.parametrize("probe", sorted(p.name for p in DEVICE.glob("*-probe.cu")))
 def test_the_probes_build_as_their_headers_say(probe, tmp_path):
     """A probe is run once on the GPU machine, by hand (scripts/device/README.md): it must still build there
