@@ -175,35 +175,14 @@ def _driver():
     return driver
 
 
-def prepared_launch(f, grid, block, args, smem, stream, beside_previous=False):
-    """go(): cuLaunchKernel(f) with `args` (ctypes values and CUtensorMaps) packed now, by value.
-    beside_previous: a programmatic dependent launch (cuLaunchKernelEx with
-    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): f may start while the kernel before it in the
-    stream still runs, once that kernel's blocks have all executed griddepcontrol.launch_dependents
-    (hopper_ptx.cuh says what each side must do)."""
+def prepared_launch(f, grid, block, args, smem, stream):
+    """go(): cuLaunchKernel(f) with `args` (ctypes values and CUtensorMaps) packed now, by value."""
     d = _driver()
     held = [(x, int(x.getPtr())) if isinstance(x, d.CUtensorMap) else (x, ctypes.addressof(x)) for x in args]
     params = (ctypes.c_void_p * len(held))(*[addr for _, addr in held])
     grid = tuple(grid) + (1,) * (3 - len(grid))
     block = tuple(block) + (1,) * (3 - len(block))
     s, addr, ok = d.CUstream(stream), ctypes.addressof(params), d.CUresult.CUDA_SUCCESS
-
-    if beside_previous:
-        cfg = d.CUlaunchConfig()
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
-        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
-        cfg.sharedMemBytes, cfg.hStream = smem, s
-        attr = d.CUlaunchAttribute()
-        attr.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-        attr.value.programmaticStreamSerializationAllowed = 1
-        cfg.attrs, cfg.numAttrs = [attr], 1
-
-        def go():
-            err, = d.cuLaunchKernelEx(cfg, f, addr, 0)
-            if err != ok:
-                raise RuntimeError(f"cuLaunchKernelEx failed: {d.cuGetErrorName(err)[1]}")
-        go.keep = (held, params, cfg, attr)
-        return go
 
     def go():
         err, = d.cuLaunchKernel(f, *grid, *block, smem, s, addr, 0)
@@ -412,37 +391,25 @@ def tf32_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
 
 
 # --- 3xTF32: h4_3xtf32 -------------------------------------------------------------------------
-def split_pass_grid(kernel, a_rows, N, K):
-    """Blocks of h4_3xtf32's split pass: SPLIT_SMS (at most the SMs, at most what its units fill), each
-    working on SPLIT_UNITS tile x tile units at a time: A's first a_rows rows and B, k-slab by k-slab."""
-    t, units_at_once = kernel.tiling.value("SPLIT_TILE"), kernel.tiling.value("SPLIT_UNITS")
-    units = cdiv(K, t) * (cdiv(a_rows, t) + cdiv(N, t))
-    return min(kernel.tiling.value("SPLIT_SMS"), _sm_count(), cdiv(units, units_at_once))
-
-
-def counter_words(kernel, M, K):
-    """h4_3xtf32's counters: the tile ticket, the blocks done, one a k-slab, one a band of A."""
-    bm, _ = kernel.tile
-    return 2 + cdiv(K, kernel.tiling.value("SPLIT_TILE")) + cdiv(M, kernel.tiling.value("GROUP") * bm)
+def split_grid(M, N, K, tile):
+    """Blocks of the split pass: one per tile x tile tile of A (M x K), then one per tile of B (K x N)."""
+    return cdiv(K, tile) * cdiv(M, tile) + cdiv(K, tile) * cdiv(N, tile)
 
 
 def split_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
     """h4_3xtf32: the cubin's split kernel (Kernel.helpers["split"]) writes A_big, A_small (M x K) and
     Bt_big, Bt_small (B^T, N x K), all at a pitch of K rounded up to 4 floats, into two scratch buffers
-    (each part's rows after the other's), and the GEMM on h4's persistent grid reads the four parts by
+    (each part's rows after the other's); then the GEMM on h4's persistent grid reads the four parts by
     TMA. Both launches are in what a call (and a timing) covers, as h4_tf32's transpose: a library
     call gets A and B as they are. The padded pitch serves any K (TMA's pitch is a multiple of 16
-    bytes; the maps keep K columns, so TMA fills zeros past the edge, never reads the padding).
-    The pass runs on SPLIT_SMS SMs and the GEMM beside it on the others (a programmatic dependent
-    launch; the kernel's header, item 7): they meet through counters in a scratch buffer that is zero
-    when allocated and that the GEMM leaves zero. With OVERLAP the pass splits only A's first bands
-    (split_share), and the GEMM's producer warps split the other bands as it runs."""
+    bytes; the maps keep K columns, so TMA fills zeros past the edge, never reads the padding). With
+    OVERLAP the pass splits only A's first bands (split_share) and zeroes a counter a band, and the GEMM's
+    producer warps split the other bands as it runs."""
     cubin = cubin_for(kernel, func)
 
     def make():
         f = function(kernel, kernel.entries[kernel.variants[0]], kernel.shared_bytes, cubin)
-        split_smem = kernel.tiling.value("SPLIT_SMEM_BYTES")
-        split = function(kernel, kernel.helpers["split"], split_smem, cubin)
+        split = function(kernel, kernel.helpers["split"], 0, cubin)
         bm, bn = kernel.tile
         pk = tm.padded_pitch(K, np.float32)
         a_parts = _scratch("A split", 2 * M * pk * 4)
@@ -454,17 +421,15 @@ def split_persistent(kernel, func, M, N, K, a, b, c, alpha, beta, stream):
                 _map(bt_parts + N * pk * 4, "float32", N, K, bn, SWIZZLE_FLOATS, pk)]    # Bt_small
         tiles_m, tiles_n = _tiles(kernel, M, N)
         grid = min(tiles_m * tiles_n, _sm_count())
-        _, first_band = split_share(kernel, M, N, grid)
+        bands, first_band = split_share(kernel, M, N, grid)
         a_rows = min(M, first_band * kernel.tiling.value("GROUP") * bm)
-        counters = _scratch("3xTF32 counters", 4 * counter_words(kernel, M, K), fill=0)
-        return [prepared_launch(split, (split_pass_grid(kernel, a_rows, N, K),),
-                                (32, 8, kernel.tiling.value("SPLIT_UNITS")),
+        counts = _scratch("A band counters", 4 * bands)
+        return [prepared_launch(split, (split_grid(a_rows, N, K, kernel.tiling.value("SPLIT_TILE")),), (32, 8),
                                 [*_ints(M, N, K), _ptr(a), _ptr(b), _ptr(a_parts), _ptr(bt_parts),
-                                 *_ints(pk, a_rows), _ptr(counters)], split_smem, s),
+                                 *_ints(pk, a_rows), _ptr(counts), *_ints(bands)], 0, s),
                 prepared_launch(f, (grid,), (kernel.threads,),
                                 [*_ints(M, N, K), *maps, _ptr(c), _ptr(a), _ptr(a_parts), *_ints(pk),
-                                 _ptr(counters), *_ints(first_band, a_rows)], kernel.shared_bytes, s,
-                                beside_previous=True)]
+                                 _ptr(counts), *_ints(first_band)], kernel.shared_bytes, s)]
     _run(kernel, cubin, M, N, K, a, b, c, stream, make)
 
 

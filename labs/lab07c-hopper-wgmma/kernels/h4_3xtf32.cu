@@ -7,22 +7,20 @@
 //     sgemm_h4_3xtf32 (int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
 //                      const __grid_constant__ CUtensorMap tmAsmall, const __grid_constant__ CUtensorMap tmBbig,
 //                      const __grid_constant__ CUtensorMap tmBsmall, float* C, const float* A, float* a_parts,
-//                      int pitch, unsigned* counters, int first_band, int a_rows)
+//                      int pitch, unsigned* ready_count, int first_band)
 //     split_h4_3xtf32 (int M, int N, int K, const float* A, const float* B, float* a_parts,
-//                      float* bt_parts, int pitch, int a_rows, unsigned* counters)
+//                      float* bt_parts, int pitch, int a_rows, unsigned* ready_count, int bands)
 //         a_parts:  A_big (M x K, row pitch `pitch` floats), then A_small at a_parts + M pitch
 //         bt_parts: Bt_big = big(B)^T (N x K, pitch `pitch`), then Bt_small at bt_parts + N pitch
-//         counters: 2 + ceil(K / SPLIT_TILE) + ceil(M / (GROUP BM)) words, zero before the first call; the
-//                   GEMM leaves them zero (item 7)
 //   Tensor maps, all FP32 with CU_TENSOR_MAP_SWIZZLE_128B, K contiguous (K-major):
 //     tmAbig, tmAsmall:  dims (K, M), box (32, BM), row pitch `pitch` floats
 //     tmBbig, tmBsmall:  dims (K, N), box (32, BN), row pitch `pitch` floats
-//   Launch (the hook, per call, both timed): split_h4_3xtf32 on min(SPLIT_SMS, #SMs) blocks of (32, 8,
-//     SPLIT_UNITS) threads with SPLIT_SMEM_BYTES dynamic, pitch = K rounded up to 4 floats; then, as a
-//     programmatic dependent launch (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION), sgemm_h4_3xtf32
-//     with THREADS = 384 on a persistent grid (min(#SMs, tiles), 1, 1), SMEM_BYTES dynamic. a_rows =
-//     min(M, first_band GROUP BM): the rows of A the pass splits, the bands the first wave of tiles reads
-//     (launch.py, split_share); the GEMM's splitter warps split the rest.
+//   Launch (the hook, per call, both timed): split_h4_3xtf32 with block (32, 8) on a 1-D grid of
+//     ceil(K / T) ceil(a_rows / T) + ceil(K / T) ceil(N / T) blocks (one T x T tile each, T = SPLIT_TILE:
+//     A's first, then B's), pitch = K rounded up to 4 floats; then sgemm_h4_3xtf32 with THREADS = 384 on a
+//     persistent grid (min(#SMs, tiles), 1, 1), SMEM_BYTES dynamic. a_rows = min(M, first_band GROUP BM):
+//     the bands of A the first wave of tiles reads (launch.py, split_share); ready_count: a counter a band
+//     (bands = ceil(M / (GROUP BM))), which the pass zeroes and the GEMM's splitter warps count.
 //   Shapes:  any M, N, K >= 1 (the split writes every part at a padded pitch: TMA's 16-byte rule
 //            holds for any K).
 //   Build:   sm_90a only.
@@ -70,32 +68,17 @@
 //    (fence.proxy.async.global: generic stores, then another block's TMA reads) and adds 1 with release;
 //    the TMA thread, before the first load of a tile in a band, waits with acquire loads until every
 //    splitter warp of the grid has counted in, and fences. The band is needed a wave or more after the
-//    splitters start on it, so the wait is rarely felt; every block of the grid runs (one an SM), so the
-//    splitters always come (a count that never comes traps after 10 s). The parts are bit for bit the
+//    splitters start on it, so the wait is rarely felt; the grid is one block an SM, all resident, so the
+//    splitters always run (a count that never comes traps after 10 s). The parts are bit for bit the
 //    pass's (the same split_tf32). B stays whole in the pass: its split is a transpose, and done by the
 //    splitter warps it came too late for the second wave (lab NOTES: measured, 7 % slower).
-// 7. The pass beside the GEMM, not before it. What item 6 leaves in the pass (B, and A's first band) would
-//    keep every SM waiting for it; instead the pass runs on SPLIT_SMS SMs and the GEMM starts at once on
-//    the others: the pass's blocks execute griddepcontrol.launch_dependents first, and the GEMM is a
-//    programmatic dependent launch. The pass works k-slab by k-slab (SPLIT_TILE columns of K of A's first
-//    band and of all of B), the order the GEMM reads them, each unit's warps counting in on the slab's
-//    counter as the splitter warps do on a band's; the TMA thread waits for a slab's count before its first
-//    load from it (only the first tiles wait: the pass stays about as fast as they read). The SMs the pass
-//    holds join the GEMM when it ends, so a block takes its tiles one at a time from an atomic ticket, in
-//    raster order, and the TMA thread passes each to the consumers in tile_of[stage] of the tile's first
-//    stage (written before the stage's arrive, read after its wait; -1: no more). The counters must be zero
-//    when the pass starts, and the pass cannot zero them while the GEMM of its own call may be reading
-//    them: the GEMM's last block zeroes them as it ends, once every block has counted itself done and the
-//    pass has completed (griddepcontrol.wait), so the next call finds them zero.
 //
 // Tiles and why: BM x BN = 128 x 128 (two consumer warpgroups, each m64n128k8), BK = 32 floats (one
 // 128-byte swizzle row, as h4_tf32), four 16 KB boxes a stage = 64 KB, STAGES = 3 (192 KB + 1 KB for
 // the alignment; 4 would not fit 227 KB). KCHUNK = 64 (k8's: 24 chained wgmma per chain, 2 stages;
-// its header gives the model behind it), GROUP = 8. The split pass: SPLIT_TILE = 64 (a 64 x 64 unit
-// of 256 threads, 16 KB of reads in flight: the pass is bound by DRAM, and a 32 x 32 unit's 4 KB kept it
-// at about 2.5 TB/s), SPLIT_UNITS = 4 units a block (1024 threads, 133 KB: one block an SM, 64 KB of
-// loads in flight), SPLIT_SMS = 32 (lab NOTES: one SM splits at 50-60 GB/s, so 32 keep about as far ahead
-// of the first tiles as they read at 4096^3).
+// its header gives the model behind it), GROUP = 8. The split pass: SPLIT_TILE = 64 (a 64 x 64 tile a
+// block, 16 KB of reads in flight: the pass is bound by DRAM, and a 32 x 32 tile's 4 KB kept it at
+// about 2.5 TB/s).
 // Registers: ptxas allocates the whole kernel within __launch_bounds__(384, 1)'s 168 a thread, and the
 // consumers' 64 + 64 accumulators fit there with no spill; a 128 x 256 tile (128 + 128) or a third
 // consumer warpgroup (128 a thread) would not. The splitter warps live within the producer's 40
@@ -108,14 +91,12 @@
 // unrolled: a multiple of 4); SYNCS.* (mbarriers); USETMAXREG.DEALLOC and .TRY_ALLOC; no local memory.
 // The splitter warps, after USETMAXREG.DEALLOC: SPLIT_UNROLL LDG.E.EF (evict-first) before the first of
 // 2 SPLIT_UNROLL STG.E.EF, SPLIT_UNROLL FADDs (x - big); FENCE.VIEW.ASYNC.G and REDG.E.ADD.STRONG.GPU (a
-// band's counter). The TMA thread: ATOMG.E.ADD (the ticket), LDG.E.STRONG.GPU and NANOSLEEP (the band's
-// and the k-slab's waits), each followed by FENCE.VIEW.ASYNC.G; two STS (tile_of). The block's end:
-// ACQBULK (griddepcontrol.wait), ATOMG.E.ADD (blocks done).
-// split_h4_3xtf32 (a thread splits E = SPLIT_TILE^2 / 256 elements of A, or E of B: 2E in the code): PREEXIT
-// (griddepcontrol.launch_dependents) first; per element FSETP and FSEL (the clamp's limit: 1 for Inf and
-// NaN), 2 FMNMX (the clamp), IADD3 and LOP3 (big's rounding), FADD (x - big), then cvt.rna as FSETP
-// (finite?), IADD and LOP3; one LDG and two STG (big and small) per element, and for B's transpose two STS
-// and two LDS; a unit's count: FENCE.VIEW.ASYNC.G and REDG.E.ADD.STRONG.GPU; no tensor core.
+// band's counter), and the TMA thread's LDG.E.STRONG.GPU, NANOSLEEP (the wait) and FENCE.VIEW.ASYNC.G.
+// split_h4_3xtf32 (a thread splits E = SPLIT_TILE^2 / 256 elements of A, or E of B: 2E in the code): per
+// element FSETP and FSEL (the clamp's limit: 1 for Inf and NaN), 2 FMNMX (the clamp), IADD3 and LOP3
+// (big's rounding), FADD (x - big), then cvt.rna as FSETP (finite?), IADD and LOP3; one LDG and two STG
+// (big and small) per element, and for B's transpose two STS and two LDS; one more STG, in a loop of
+// its own (block 0 zeroes the band counters); no tensor core.
 // tests/test_3xtf32.py checks these counts. ptxas must not warn C7509-C7511.
 
 #include "hopper_ptx.cuh"
@@ -147,15 +128,10 @@
 #ifndef SPLIT_UNROLL
 #define SPLIT_UNROLL 4  // loads a splitter lane has in flight (runs of 32 x SPLIT_UNROLL columns of A)
 #endif
-#ifndef SPLIT_SMS
-#define SPLIT_SMS 32    // SMs the split pass runs on, beside the GEMM on the others (item 7)
-#endif
 
 #define CONSUMERS 2 // consumer warpgroups, 64 rows each
 #define THREADS ((CONSUMERS + 1) * 128)
 #define SMEM_BYTES (STAGES * 2 * (BM * BK + BN * BK) * sizeof(float) + 1024)
-#define SPLIT_UNITS 4   // split units a pass block works on at once: 4 x 256 threads
-#define SPLIT_SMEM_BYTES (SPLIT_UNITS * 2 * SPLIT_TILE * (SPLIT_TILE + 1) * sizeof(float))
 
 static_assert(BK == 32, "BK must be 32: one 128-byte swizzle row of floats");
 static_assert(BM == 64 * CONSUMERS, "BM must be 128: one m64 block for each of the two consumers");
@@ -166,8 +142,6 @@ static_assert(KCHUNK >= BK && KCHUNK % BK == 0, "KCHUNK must be a multiple of BK
 static_assert(GROUP >= 1, "GROUP >= 1");
 static_assert(OVERLAP == 0 || OVERLAP == 1, "OVERLAP is 0 or 1");
 static_assert(SMEM_BYTES <= 232448, "dynamic shared memory at most 227 KB");
-static_assert(SPLIT_SMEM_BYTES <= 232448, "SPLIT_TILE: the pass's four units' shared tiles must fit 227 KB");
-static_assert(SPLIT_SMS >= 1, "SPLIT_SMS >= 1");
 
 [[maybe_unused]] constexpr int A_TILE = BM * BK * 4;            // one A part (big or small) of a stage
 [[maybe_unused]] constexpr int B_TILE = BN * BK * 4;            // one Bt part
@@ -177,16 +151,6 @@ static_assert(SPLIT_SMS >= 1, "SPLIT_SMS >= 1");
 [[maybe_unused]] constexpr int PRODUCER_REGS = 40;
 [[maybe_unused]] constexpr int SPLITTERS = 3;                   // the producer warpgroup's warps 1-3
 [[maybe_unused]] constexpr int BAND_ROWS = GROUP * BM;          // rows of A a raster band reads
-// The GEMM's counters (one buffer of unsigned, zero before the first call; the GEMM's last block zeroes
-// it again): [0] the tile ticket, [1] the blocks done, then one a k-slab (the pass), then one a band of A
-// (the splitter warps).
-[[maybe_unused]] constexpr int TICKET = 0, BLOCKS_DONE = 1, SLAB_COUNTS = 2;
-
-// A k-slab: SPLIT_TILE columns of K of A's first a_rows rows and of all of B, the pass's units in the
-// order the GEMM reads them. Each unit's 8 warps count in on its slab's counter.
-__device__ __forceinline__ int slab_units(int a_rows, int N) {
-    return (a_rows + SPLIT_TILE - 1) / SPLIT_TILE + (N + SPLIT_TILE - 1) / SPLIT_TILE;
-}
 
 // Tile index -> (tile row, tile column): bands of GROUP tile rows, column by column within a band.
 __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
@@ -253,23 +217,18 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
                 const __grid_constant__ CUtensorMap tmAsmall, const __grid_constant__ CUtensorMap tmBbig,
                 const __grid_constant__ CUtensorMap tmBsmall, float* __restrict__ C,
                 const float* __restrict__ A, float* __restrict__ a_parts, int pitch,
-                unsigned* __restrict__ counters, int first_band, int a_rows) {
+                unsigned* __restrict__ ready_count, int first_band) {
 #if HOPPER_STUB
     __trap();                                            // not an sm_90a build: see hopper_ptx.cuh
 #else
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
-    __shared__ int tile_of[STAGES];                      // the tile a stage begins, -1: no more (item 7)
-    __shared__ bool last_block;
     unsigned char* smem = reinterpret_cast<unsigned char*>(
         (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
 
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
     const int KT = (K + BK - 1) / BK;
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-    const int slabs = (K + SPLIT_TILE - 1) / SPLIT_TILE, bands = (M + BAND_ROWS - 1) / BAND_ROWS;
-    unsigned* slab_count = counters + SLAB_COUNTS;       // k-slab s: the pass's warps done with it
-    unsigned* band_count = slab_count + slabs;           // band b: the splitter warps done with it
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -282,36 +241,23 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
 
     if (wg == 0) {                                   // ---- producer ----
         setmaxnreg_dec<PRODUCER_REGS>();
+        // ready_count[b]: how many splitter warps are done with A's band b (OVERLAP)
+        const int bands = (M + BAND_ROWS - 1) / BAND_ROWS;
         const unsigned all = gridDim.x * SPLITTERS;
         if (tid == 0) {
-            const unsigned slab_full = 8 * slab_units(a_rows, N);
             int it = 0;                              // K slices issued since the block started
             int ready = first_band - 1;              // the bands below first_band: split by the pass
-            int slabs_ready = 0;                     // k-slabs [0, slabs_ready) are known split
-            for (;;) {
-                const int tile = atomicAdd(&counters[TICKET], 1);
-                if (tile >= tiles) {                 // no more: tell the consumers through the next stage
-                    const int s = it % STAGES;
-                    if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
-                    tile_of[s] = -1;
-                    mbar_arrive(&full[s]);           // a phase with no bytes: the consumers read -1
-                    break;
-                }
+            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 int tm, tn;
                 tile_coords(tile, tiles_m, tiles_n, tm, tn);
                 if (tm / GROUP > ready) {            // a band the splitter warps write: wait for all of them
                     ready = tm / GROUP;
-                    wait_count(&band_count[ready], all);
+                    wait_count(&ready_count[ready], all);
                     fence_proxy_async_global();      // their generic stores, before this block's TMA reads
                 }
                 for (int t = 0; t < KT; ++t, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
-                    if (t == 0) tile_of[s] = tile;   // published by the arrive below, read after the wait
-                    if (t * BK >= slabs_ready * SPLIT_TILE) {    // a k-slab the pass may not have finished
-                        while (t * BK >= slabs_ready * SPLIT_TILE) wait_count(&slab_count[slabs_ready++], slab_full);
-                        fence_proxy_async_global();
-                    }
                     unsigned char* st = smem + s * STAGE_BYTES;
                     mbar_arrive_tx(&full[s], STAGE_BYTES);           // the four boxes' bytes
                     tma_load_2d(st, &tmAbig, t * BK, tm * BM, &full[s]);
@@ -324,7 +270,7 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
             const int warp = blockIdx.x * SPLITTERS + tid / 32 - 1;
             for (int b = first_band; b < bands; ++b) {
                 split_a_rows(A, a_parts, M, K, pitch, b * BAND_ROWS, min(M, (b + 1) * BAND_ROWS), warp, all);
-                count_in(&band_count[b]);
+                count_in(&ready_count[b]);
             }
         }
     } else {                                         // ---- consumers ----
@@ -335,10 +281,8 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
         float chain[BN / 2], sum[BN / 2];
 #pragma unroll
         for (int j = 0; j < BN / 2; ++j) chain[j] = 0.f;             // never read: scale-d = 0 starts a chain
-        for (int it = 0;;) {
-            mbar_wait(&full[it % STAGES], (it / STAGES) & 1);        // the tile's first stage
-            const int tile = tile_of[it % STAGES];
-            if (tile < 0) break;
+        int it = 0;
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
             int tm, tn;
             tile_coords(tile, tiles_m, tiles_n, tm, tn);
 #pragma unroll
@@ -373,80 +317,54 @@ sgemm_h4_3xtf32(int M, int N, int K, const __grid_constant__ CUtensorMap tmAbig,
             store_acc_64xN<BN>(sum, C, M, N, tm * BM + c * 64, tn * BN, tid);
         }
     }
-
-    // Item 7's counters back to zero for the next call, by the grid's last block: every block counts
-    // itself done once all its warps are (its splitters counted in, its last ticket taken) and the pass
-    // has completed (griddep_wait), so the last one to count finds nothing left that reads them.
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        griddep_wait();
-        __threadfence();
-        last_block = atomicAdd(&counters[BLOCKS_DONE], 1) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (last_block) {
-        __threadfence();
-        for (int i = threadIdx.x; i < SLAB_COUNTS + slabs + bands; i += THREADS) counters[i] = 0;
-    }
 #endif
 }
 
-// The split pass (split_tf32, SplitTile: hopper_ptx.cuh), beside the GEMM (item 7): gridDim.x blocks of
-// SPLIT_UNITS x 256 threads, block (32, 8, SPLIT_UNITS), SPLIT_SMEM_BYTES of shared memory (one block an
-// SM), each of its units (threadIdx.z) splitting one SPLIT_TILE x SPLIT_TILE tile at a time: k-slab by
-// k-slab, A's first a_rows rows then B, every unit counting in on its slab's counter. A tile of A is split
-// in place (same layout, padded pitch); a tile of B is split and transposed through a T x (T + 1) shared
-// tile, so that reads and writes are coalesced rows (the pad column avoids bank conflicts), as h4_tf32's
-// transpose.
-extern "C" __global__ void __launch_bounds__(SPLIT_UNITS * 256, 1)
+// The split pass (split_tf32, SplitTile: hopper_ptx.cuh): one SPLIT_TILE x SPLIT_TILE tile per block of
+// 32 x 8 threads. Blocks [0, ceil(K/T) ceil(M/T)) split a tile of A in place (same layout, padded
+// pitch); the rest split a tile of B and transpose it through a T x (T + 1) shared tile, so that reads
+// and writes are coalesced rows (the pad column avoids bank conflicts), as h4_tf32's transpose.
+extern "C" __global__ void __launch_bounds__(256)
 split_h4_3xtf32(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
                 float* __restrict__ a_parts, float* __restrict__ bt_parts, int pitch, int a_rows,
-                unsigned* __restrict__ counters) {
-#if HOPPER_STUB
-    __trap();                                               // not an sm_90a build: see hopper_ptx.cuh
-#else
+                unsigned* __restrict__ ready_count, int bands) {
     constexpr int T = SPLIT_TILE;
+    static_assert(2 * T * (T + 1) * sizeof(float) <= 48 * 1024, "SPLIT_TILE: the two shared tiles are static, 48 KB at most");
     using Tile = SplitTile<T>;
-    griddep_launch_dependents();                            // the GEMM may start on the SMs left free
-    extern __shared__ float split_smem[];
-    float (*tile_big)[T + 1] = reinterpret_cast<float (*)[T + 1]>(split_smem + threadIdx.z * 2 * T * (T + 1));
-    float (*tile_small)[T + 1] = tile_big + T;
-    const int unit_bar = 1 + threadIdx.z;                   // the unit's own barrier (0 is __syncthreads')
-    const int a_units = (a_rows + T - 1) / T, per_slab = slab_units(a_rows, N);
-    const int units = (K + T - 1) / T * per_slab;
-    unsigned* slab_count = counters + SLAB_COUNTS;
-    for (int u = blockIdx.x * SPLIT_UNITS + threadIdx.z; u < units; u += gridDim.x * SPLIT_UNITS) {
-        const int slab = u / per_slab, i = u % per_slab, k0 = slab * T;
-        Tile t;
-        if (i < a_units) {                                  // A's rows m, columns k, both ways
-            t.load_split(A, a_rows, K, i * T, k0);
-            t.store_parts(a_parts, M, pitch, i * T, k0);
-        } else {                                            // B (K x N) -> Bt (N x K)
-            const int n0 = (i - a_units) * T;
-            t.load_split(B, K, N, k0, n0);
-#pragma unroll
-            for (int r = 0; r < Tile::R; ++r)
-#pragma unroll
-                for (int j = 0; j < Tile::C; ++j) {
-                    const int y = threadIdx.y + 8 * r, x = threadIdx.x + 32 * j;     // tile row k0 + y, column n0 + x
-                    tile_big[y][x] = t.big[r][j];
-                    tile_small[y][x] = t.small[r][j];
-                }
-            named_bar_sync(unit_bar, 256);
-#pragma unroll
-            for (int r = 0; r < Tile::R; ++r)
-#pragma unroll
-                for (int j = 0; j < Tile::C; ++j) {
-                    const int y = threadIdx.y + 8 * r, x = threadIdx.x + 32 * j;
-                    const int n = n0 + y, k = k0 + x;                                 // Bt row n, column k
-                    if (n < N && k < K) {
-                        bt_parts[(size_t)n * pitch + k] = tile_big[x][y];
-                        bt_parts[((size_t)N + n) * pitch + k] = tile_small[x][y];
-                    }
-                }
-            named_bar_sync(unit_bar, 256);                  // the tiles are read: the unit's next may write
-        }
-        count_in(&slab_count[slab]);
+    __shared__ float tile_big[T][T + 1], tile_small[T][T + 1];
+    const int k_tiles = (K + T - 1) / T, a_blocks = k_tiles * ((a_rows + T - 1) / T);
+    int b = blockIdx.x;
+    if (b == 0)                                             // the GEMM's band counters, before it starts
+#pragma unroll 1
+        for (int i = threadIdx.y * 32 + threadIdx.x; i < bands; i += 256) ready_count[i] = 0;
+    Tile t;
+    if (b < a_blocks) {                                     // A's first a_rows rows: rows m, columns k, both ways
+        const int k0 = (b % k_tiles) * T, m0 = (b / k_tiles) * T;
+        t.load_split(A, a_rows, K, m0, k0);
+        t.store_parts(a_parts, M, pitch, m0, k0);
+        return;
     }
-#endif
+    b -= a_blocks;                                          // B (K x N) -> Bt (N x K)
+    const int k0 = (b % k_tiles) * T, n0 = (b / k_tiles) * T;
+    t.load_split(B, K, N, k0, n0);
+#pragma unroll
+    for (int i = 0; i < Tile::R; ++i)
+#pragma unroll
+        for (int j = 0; j < Tile::C; ++j) {
+            const int y = threadIdx.y + 8 * i, x = threadIdx.x + 32 * j;     // tile row k0 + y, column n0 + x
+            tile_big[y][x] = t.big[i][j];
+            tile_small[y][x] = t.small[i][j];
+        }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < Tile::R; ++i)
+#pragma unroll
+        for (int j = 0; j < Tile::C; ++j) {
+            const int y = threadIdx.y + 8 * i, x = threadIdx.x + 32 * j;
+            const int n = n0 + y, k = k0 + x;                                 // Bt row n, column k
+            if (n < N && k < K) {
+                bt_parts[(size_t)n * pitch + k] = tile_big[x][y];
+                bt_parts[((size_t)N + n) * pitch + k] = tile_small[x][y];
+            }
+        }
 }

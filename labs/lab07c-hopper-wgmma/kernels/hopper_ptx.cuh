@@ -22,8 +22,6 @@
 //   setmaxnreg_inc<R> / _dec<R>          move registers between warpgroups (warp specialization)
 //   st_release_gpu_u32(p, v), red_release_gpu_add_u32(p, v), ld_acquire_gpu_u32(p), globaltimer_ns()   a flag in global memory published
 //                                        to and read by other blocks (h7's stream-K fix-up), the GPU's clock
-//   griddep_launch_dependents(), griddep_wait()   programmatic dependent launch: a kernel and the one
-//                                        after it in the stream at the same time (h4_3xtf32)
 //   cluster_ctarank / cluster_id_x / nclusters_x / cluster_sync, mbar_arrive_cluster(bar, rank),
 //   tma_load_2d_multicast(dst, map, x, y, bar, mask)     thread-block clusters (h5)
 //   cluster_arrive_relaxed / cluster_wait, st_async_cluster_f4(p, bar, rank, v)   the split halves
@@ -218,24 +216,6 @@ __device__ __forceinline__ unsigned long long globaltimer_ns() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
     return t;
-}
-
-// ---- programmatic dependent launch (h4_3xtf32's pass beside its GEMM) -----------------------------
-// A kernel launched with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (the dependent) may start
-// once every block of the kernel before it in the stream (the primary) has executed launch_dependents
-// (or exited), on the SMs the primary leaves free; griddep_wait() in the dependent returns once the
-// primary has completed and its memory is visible. Launched without the attribute, the dependent starts
-// after the primary as usual and both are no-ops. Nothing but that instruction orders the two: data the
-// dependent reads early needs flags of its own (h4_3xtf32's k-slab counters).
-__device__ __forceinline__ void griddep_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void griddep_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
 }
 
 // ---- register reallocation between warpgroups ------------------------------------------------------

@@ -118,23 +118,10 @@ def test_the_splitter_warps_split_as_the_header_says(listing):
     loads = [i for i, line in enumerate(prod) if re.match(r"(@!?P\w+\s+)?LDG\.E\.EF", line)]
     stores = [i for i, line in enumerate(prod) if re.match(r"(@!?P\w+\s+)?STG\.E\.EF", line)]
     assert len(loads) == u and len(stores) == 2 * u and max(loads) < min(stores), (loads, stores)
-    # no transpose through shared memory: before the block's end (from its griddepcontrol.wait on: ACQBULK)
-    # the only STS are the TMA thread's two writes of tile_of (a tile, -1), and no LDS
-    before_end = prod[:next(i for i, line in enumerate(prod) if line.startswith("ACQBULK"))]
-    assert len(ops(prod, "FADD")) == u and len(ops(before_end, "STS")) == 2 and not ops(before_end, "LDS")
-    # fences: the splitters' before their count, the TMA thread's after a band's wait and after a k-slab's
-    assert len(ops(prod, "FENCE.VIEW.ASYNC.G")) == 3 and len(ops(prod, "REDG.E.ADD.STRONG.GPU")) == 1
+    assert len(ops(prod, "FADD")) == u and not ops(prod, "STS") and not ops(prod, "LDS")
+    assert len(ops(prod, "FENCE.VIEW.ASYNC.G")) == 2 and len(ops(prod, "REDG.E.ADD.STRONG.GPU")) == 1
     assert ops(prod, "LDG.E.STRONG.GPU") and ops(prod, "NANOSLEEP")
     assert not ops(prod, "LDL") and not ops(prod, "STL")
-
-
-def test_the_gemm_takes_tiles_by_ticket_and_waits_for_the_pass_once_at_its_end(listing):
-    """Item 7: an atomic add takes each tile (ATOMG), griddepcontrol.wait (ACQBULK) comes once, after the
-    tiles, before the block counts itself done (another ATOMG) and the last block zeroes the counters."""
-    code = listing[""]
-    atoms = [i for i, line in enumerate(code) if re.match(r"(@!?P\w+\s+)?ATOMG\.E\.ADD", line)]
-    wait = [i for i, line in enumerate(code) if line.startswith("ACQBULK")]
-    assert len(wait) == 1 and len(atoms) >= 2 and atoms[-1] > wait[0] > atoms[0], (atoms, wait)
 
 
 def test_warp_specialized_with_setmaxnreg(listing):
@@ -144,17 +131,13 @@ def test_warp_specialized_with_setmaxnreg(listing):
 
 def test_the_split_pass_is_the_header_says(listing):
     """E = SPLIT_TILE^2 / 256 elements of A and E of B a thread: per element the clamp's limit (FSEL: 1 for
-    Inf and NaN), its two FMNMX and one FADD (x - big); one LDG and two STG (big and small); B's transpose
+    Inf and NaN), its two FMNMX and one FADD (x - big); one LDG and two STG (big and small), and one STG in
+    a loop of its own (block 0 zeroes the GEMM's band counters); B's transpose
     through shared memory (two STS, two LDS an element); no tensor core. Each part's E loads are plain
-    LDG (not .CONSTANT, which ptxas would sink among the stores) and all go out before its first store.
-    Item 7: griddepcontrol.launch_dependents (PREEXIT) before anything else, and a unit's count on its
-    k-slab's counter: a proxy fence and a release add."""
+    LDG (not .CONSTANT, which ptxas would sink among the stores) and all go out before its first store."""
     s, e = listing["split"], P["SPLIT_TILE"] ** 2 // 256
     assert len(ops(s, "FMNMX")) == 2 * len(ops(s, "FADD")) == 2 * len(ops(s, "FSEL")) == 4 * e
-    assert len(ops(s, "LDG")) == 2 * e and len(ops(s, "STG")) == 4 * e
-    preexit = [i for i, line in enumerate(s) if line.startswith("PREEXIT")]
-    assert len(preexit) == 1 and preexit[0] < min(i for i, line in enumerate(s) if re.search(r"\bLDG\.", line))
-    assert len(ops(s, "FENCE.VIEW.ASYNC.G")) == 1 and len(ops(s, "REDG.E.ADD.STRONG.GPU")) == 1
+    assert len(ops(s, "LDG")) == 2 * e and len(ops(s, "STG")) == 4 * e + 1    # + 1: block 0 zeroes the band counters
     assert len(ops(s, "STS")) == len(ops(s, "LDS")) == 2 * e
     assert not [l for l in ops(s, "LDG") if "CONSTANT" in l]
     kinds = [m.group(1) for l in s for m in [re.search(r"\b(LDG|STG|STS)\.", l)] if m]
@@ -170,22 +153,22 @@ def test_the_split_pass_is_the_header_says(listing):
 def test_the_hook_splits_into_padded_parts_and_maps_each(monkeypatch, shape):
     M, N, K = shape
     got = {"scratch": {}, "maps": [], "launches": []}
-    bases = {"A split": 1 << 20, "B split, transposed": 1 << 36, "3xTF32 counters": 1 << 44}
+    bases = {"A split": 1 << 20, "B split, transposed": 1 << 36, "A band counters": 1 << 44}
 
-    def scratch(purpose, nbytes, fill=None):
-        got["scratch"][purpose] = (nbytes, fill)
+    def scratch(purpose, nbytes):
+        got["scratch"][purpose] = nbytes
         return bases[purpose]
 
     def tmap(ptr, dtype, rows, cols, box_rows, box_cols, pitch):
         got["maps"].append((ptr, dtype, rows, cols, box_rows, box_cols, pitch))
         return f"map{len(got['maps'])}"
 
-    def prepared(f, grid, block, args, smem, stream, beside_previous=False):
-        got["launches"].append((f, grid, block, args, smem, beside_previous))
+    def prepared(f, grid, block, args, smem, stream):
+        got["launches"].append((f, grid, block, args, smem))
         return lambda: None
 
     monkeypatch.setattr(launch, "cubin_for", lambda kernel, func: "cubin")
-    monkeypatch.setattr(launch, "function", lambda kernel, entry, smem, cubin=None: (entry, smem))
+    monkeypatch.setattr(launch, "function", lambda kernel, entry, smem, cubin=None: entry)
     monkeypatch.setattr(launch, "_scratch", scratch)
     monkeypatch.setattr(launch, "_map", tmap)
     monkeypatch.setattr(launch, "prepared_launch", prepared)
@@ -198,28 +181,23 @@ def test_the_hook_splits_into_padded_parts_and_maps_each(monkeypatch, shape):
     pk = -(-K // 4) * 4                                    # 16-byte rows for TMA
     a2, b2 = bases["A split"], bases["B split, transposed"]
     bands = -(-M // (P["GROUP"] * 128))
-    slabs = -(-K // P["SPLIT_TILE"])
-    assert got["scratch"] == {"A split": (2 * M * pk * 4, None), "B split, transposed": (2 * N * pk * 4, None),
-                              "3xTF32 counters": (4 * (2 + slabs + bands), 0)}     # zero when allocated
+    assert got["scratch"] == {"A split": 2 * M * pk * 4, "B split, transposed": 2 * N * pk * 4,
+                              "A band counters": 4 * bands}
     assert got["maps"] == [(a2, "float32", M, K, 128, 32, pk), (a2 + M * pk * 4, "float32", M, K, 128, 32, pk),
                            (b2, "float32", N, K, 128, 32, pk), (b2 + N * pk * 4, "float32", N, K, 128, 32, pk)]
-    (split, sgrid, sblock, sargs, ssmem, s_beside), (gemm, grid, block, args, smem, beside) = got["launches"]
-    t, units_at_once = P["SPLIT_TILE"], 4
-    split_smem = units_at_once * 2 * t * (t + 1) * 4     # each unit's big and small tiles, a padded column
-    assert split == ("split_h4_3xtf32", split_smem) and ssmem == split_smem and sblock == (32, 8, units_at_once)
+    (split, sgrid, sblock, sargs, ssmem), (gemm, grid, block, args, smem) = got["launches"]
+    assert split == "split_h4_3xtf32" and sblock == (32, 8) and ssmem == 0
+    t = P["SPLIT_TILE"]
     tiles = -(-M // 128) * -(-N // 128)
     _, first_band = launch.split_share(ROW, M, N, min(tiles, 132))
     a_rows = min(M, first_band * P["GROUP"] * 128)
     assert (M, N, K) != (4096, 4096, 4096) or (a_rows, first_band, bands) == (1024, 1, 4)
-    units = slabs * (-(-a_rows // t) + -(-N // t))       # t x t units of A's first rows and of B, a k-slab each
-    assert sgrid == (min(P["SPLIT_SMS"], -(-units // units_at_once)),)
-    assert (M, N, K) != (4096, 4096, 4096) or sgrid == (P["SPLIT_SMS"],)
-    counters = ("ptr", bases["3xTF32 counters"])
-    assert sargs == [M, N, K, ("ptr", 11), ("ptr", 22), ("ptr", a2), ("ptr", b2), pk, a_rows, counters]
-    assert not s_beside and beside                        # the GEMM is launched beside the pass
-    assert gemm == ("sgemm_h4_3xtf32", ROW.shared_bytes) and grid == (min(tiles, 132),) and block == (384,)
-    assert args == [M, N, K, "map1", "map2", "map3", "map4", ("ptr", 33), ("ptr", 11), ("ptr", a2), pk, counters,
-                    first_band, a_rows] and smem == ROW.shared_bytes
+    assert sgrid == (-(-K // t) * (-(-a_rows // t) + -(-N // t)),)        # a t x t tile of A or B per block
+    counts = ("ptr", bases["A band counters"])
+    assert sargs == [M, N, K, ("ptr", 11), ("ptr", 22), ("ptr", a2), ("ptr", b2), pk, a_rows, counts, bands]
+    assert gemm == "sgemm_h4_3xtf32" and grid == (min(tiles, 132),) and block == (384,)
+    assert args == [M, N, K, "map1", "map2", "map3", "map4", ("ptr", 33), ("ptr", 11), ("ptr", a2), pk, counts,
+                    first_band] and smem == ROW.shared_bytes
 
 
 @pytest.mark.parametrize("shape, share", [((4096, 4096, 4096), (4, 1)), ((8192, 8192, 8192), (8, 1)),
@@ -339,8 +317,7 @@ def test_in_the_model_promotion_keeps_the_error_at_fp32s_as_k_grows(kind, own):
 def test_the_split_pass_is_the_course_split_bit_for_bit():
     """A -> A_big, A_small (pitch K rounded up to 4), B -> Bt_big, Bt_small (transposed): each part equal to
     common.precision.tf32_split(x, ties="away") bit for bit, Inf, -0 and FP32's largest included; a NaN
-    gives a finite big and a NaN small. K = 45: a padded pitch; 37 x 70 cuts the pass's tiles; two blocks
-    of four units for the pass's 1 x 3 units: one block's second unit has none."""
+    gives a finite big and a NaN small. K = 45: a padded pitch; 37 x 70 cuts the pass's tiles."""
     import pycuda.driver as cuda
     from common.kernels import load_function
     M, N, K = 37, 70, 45
@@ -350,18 +327,13 @@ def test_the_split_pass_is_the_course_split_bit_for_bit():
     special = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 3.4028235e38, -3e-30, 1.0], np.float32)
     A.ravel()[:special.size], B.ravel()[-special.size:] = special, special
     LAB.build([ROW], ["sm_90"])
-    t, units_at_once = P["SPLIT_TILE"], 4
-    smem = units_at_once * 2 * t * (t + 1) * 4
-    split = load_function(str(LAB.cubin(ROW, "sm_90")), ROW.helpers["split"], smem, "iiiPPPPiiP")
+    split = load_function(str(LAB.cubin(ROW, "sm_90")), ROW.helpers["split"], 0, "iiiPPPPiiPi")
     a, b = cuda.to_device(A), cuda.to_device(B)
     a2, b2 = cuda.to_device(np.full(2 * M * pk, 7.0, np.float32)), cuda.to_device(np.full(2 * N * pk, 7.0, np.float32))
-    slabs = -(-K // t)
-    counters = cuda.to_device(np.zeros(2 + slabs + 1, np.uint32))
-    split.prepared_call((2, 1, 1), (32, 8, units_at_once), M, N, K, a, b, a2, b2, pk, M, counters, shared_size=smem)
-    # every unit's 8 warps counted in on its k-slab: ceil(M / t) units of A and ceil(N / t) of B a slab;
-    # the ticket, the blocks-done count and the band counter (the GEMM's) untouched
-    got = cuda.from_device(counters, (2 + slabs + 1,), np.uint32)
-    assert list(got) == [0, 0] + [8 * (-(-M // t) + -(-N // t))] * slabs + [0], got
+    flags = cuda.to_device(np.full(1, 5, np.uint32))
+    split.prepared_call((launch.split_grid(M, N, K, P["SPLIT_TILE"]), 1, 1), (32, 8, 1), M, N, K, a, b, a2, b2, pk,
+                        M, flags, 1)
+    assert cuda.from_device(flags, (1,), np.uint32)[0] == 0             # the GEMM's band counter, zeroed
     got_a, got_b = cuda.from_device(a2, (2, M, pk), np.float32), cuda.from_device(b2, (2, N, pk), np.float32)
     for x, parts in ((A, got_a), (B.T, got_b)):
         want = tf32_split(np.ascontiguousarray(x), ties="away")
@@ -374,14 +346,12 @@ def test_the_split_pass_is_the_course_split_bit_for_bit():
 
 @needs_gpu
 @needs_hopper
-@pytest.mark.parametrize("shape", [(2100, 2500, 301), (4096, 4096, 256), (4096, 4096, 2048)],
-                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(2100, 2500, 301), (4096, 4096, 256)], ids=lambda s: "x".join(map(str, s)))
 def test_the_gemms_own_split_is_the_pass_bit_for_bit(shape):
     """Where the GEMM's splitter warps split A's later bands (OVERLAP; 2100 x 2500: bands 1 and 2, the last
     52 rows, K = 301 not a multiple of 4), C equals, bit for bit, that of the build whose pass splits all
-    of A, and passes the check against float64; a band or a k-slab read before its counter is complete
-    would show here as stale parts (the buffers are reused from the call before, on other inputs). At
-    4096 x 4096 x 2048 the first round of tiles reads the pass's 32 k-slabs as it writes them."""
+    of A, and passes the check against float64; a band read before its counter is complete would show here
+    as stale parts (the buffers are reused from the call before, on other inputs)."""
     M, N, K = shape
     bands, first_band = launch.split_share(ROW, M, N, 132)
     assert first_band < bands
