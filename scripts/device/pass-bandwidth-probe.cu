@@ -33,38 +33,6 @@ __device__ __forceinline__ void split(float x, float& hi, float& lo) {
     lo = x - hi;
 }
 
-// One unit by 256 threads (32 x 8): tile rows k0.., columns n0.. of B, written transposed.
-__device__ __forceinline__ void unit(const float* __restrict__ B, float* __restrict__ bt, int K, int N, int u,
-                                     float* big, float* small, int bar) {
-    const int kt = K / T, k0 = (u % kt) * T, n0 = (u / kt) * T;
-    const int x = threadIdx.x, y = threadIdx.y;
-    float v[T / 8][T / 32];
-#pragma unroll
-    for (int i = 0; i < T / 8; ++i)
-#pragma unroll
-        for (int j = 0; j < T / 32; ++j)
-            asm volatile("ld.global.f32 %0, [%1];" : "=f"(v[i][j]) : "l"(B + (size_t)(k0 + y + 8 * i) * N + n0 + x + 32 * j) : "memory");
-#pragma unroll
-    for (int i = 0; i < T / 8; ++i)
-#pragma unroll
-        for (int j = 0; j < T / 32; ++j) {
-            float hi, lo;
-            split(v[i][j], hi, lo);
-            big[(y + 8 * i) * (T + 1) + x + 32 * j] = hi;
-            small[(y + 8 * i) * (T + 1) + x + 32 * j] = lo;
-        }
-    asm volatile("bar.sync %0, 256;" :: "r"(bar) : "memory");
-#pragma unroll
-    for (int i = 0; i < T / 8; ++i)
-#pragma unroll
-        for (int j = 0; j < T / 32; ++j) {
-            const int n = n0 + y + 8 * i, k = k0 + x + 32 * j;
-            bt[(size_t)n * K + k] = big[(x + 32 * j) * (T + 1) + y + 8 * i];
-            bt[((size_t)N + n) * K + k] = small[(x + 32 * j) * (T + 1) + y + 8 * i];
-        }
-    asm volatile("bar.sync %0, 256;" :: "r"(bar) : "memory");   // the tiles are read: the next unit may write
-}
-
 // A unit's warps count in on its k-slab's counter: each lane's stores fenced (to the async proxy, then to
 // the GPU), then one release add a warp: h4_3xtf32's count_in in 4877353.
 __device__ __forceinline__ void count_in(unsigned* counter) {
@@ -74,8 +42,9 @@ __device__ __forceinline__ void count_in(unsigned* counter) {
     if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" :: "l"(counter) : "memory");
 }
 
-// The unit's loads, then (load_next = false) its split and stores, as unit() does, in two halves so that
-// the next unit's loads can go out before this unit's count.
+// One unit by 256 threads (32 x 8): tile rows k0.., columns n0.. of B, written transposed, in two halves
+// (its loads; its split and stores) so that the counted pass can send the next unit's loads out before
+// this unit's count.
 __device__ __forceinline__ void unit_load(const float* __restrict__ B, int K, int N, int u, float (&v)[T / 8][T / 32]) {
     const int kt = K / T, k0 = (u % kt) * T, n0 = (u / kt) * T;
 #pragma unroll
@@ -107,6 +76,13 @@ __device__ __forceinline__ void unit_store(float* __restrict__ bt, int K, int N,
             bt[((size_t)N + n) * K + k] = small[(x + 32 * j) * (T + 1) + y + 8 * i];
         }
     asm volatile("bar.sync %0, 256;" :: "r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void unit(const float* __restrict__ B, float* __restrict__ bt, int K, int N, int u,
+                                     float* big, float* small, int bar) {
+    float v[T / 8][T / 32];
+    unit_load(B, K, N, u, v);
+    unit_store(bt, K, N, u, v, big, small, bar);
 }
 
 // P blocks, each unit counted in on its k-slab (u % (K / T): the units of one k-slab share a counter).
