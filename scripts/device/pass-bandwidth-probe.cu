@@ -75,7 +75,7 @@ __device__ __forceinline__ void unit_store(float* __restrict__ bt, int K, int N,
             bt[(size_t)n * K + k] = big[(x + 32 * j) * (T + 1) + y + 8 * i];
             bt[((size_t)N + n) * K + k] = small[(x + 32 * j) * (T + 1) + y + 8 * i];
         }
-    asm volatile("bar.sync %0, 256;" :: "r"(bar) : "memory");
+    asm volatile("bar.sync %0, 256;" :: "r"(bar) : "memory");   // the tiles are read: the next unit may write
 }
 
 __device__ __forceinline__ void unit(const float* __restrict__ B, float* __restrict__ bt, int K, int N, int u,
