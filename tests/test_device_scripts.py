@@ -135,9 +135,12 @@ def test_chain_runs_each_step_in_its_own_out_packs_them_and_skips_what_time_does
     import tarfile
     out = tmp_path / "out"
     out.mkdir()
-    steps = ["echo one > $OUT/a.txt", "sleep 3; exit 3", "echo never > $OUT/b.txt"]
-    r = subprocess.run(["bash", str(DEVICE / "chain.sh"), "4", *steps], capture_output=True, text=True,
-                       env={**os.environ, "OUT": str(out), "MIN_S": "2"}, timeout=60)
+    # seconds with room on both sides: step 2 starts with at least 10 - 3 s left, more than its 6 s
+    # (a CI run of 4 s total, sleep 3, lost a second to the clock's tick and timed step 2 out: exit
+    # 124, 2026-12-07), and ends with at most 4 s left, under MIN_S, so step 3 is skipped
+    steps = ["echo one > $OUT/a.txt", "sleep 6; exit 3", "echo never > $OUT/b.txt"]
+    r = subprocess.run(["bash", str(DEVICE / "chain.sh"), "10", *steps], capture_output=True, text=True,
+                       env={**os.environ, "OUT": str(out), "MIN_S": "5"}, timeout=60)
     assert r.returncode == 0, r.stderr
     with tarfile.open(out / "steps.tgz") as t:
         names = t.getnames()
@@ -146,6 +149,18 @@ def test_chain_runs_each_step_in_its_own_out_packs_them_and_skips_what_time_does
     assert "./2/step.log" in names and "./3/b.txt" not in names
     assert "step 1: exit status 0" in chain and "step 2: exit status 3" in chain
     assert "step 3 skipped" in chain, chain
+
+
+def test_chain_cuts_a_step_that_outruns_the_time_left_and_still_packs_its_log(tmp_path):
+    import tarfile
+    out = tmp_path / "out"
+    out.mkdir()
+    r = subprocess.run(["bash", str(DEVICE / "chain.sh"), "3", "echo started; sleep 30"], capture_output=True,
+                       text=True, env={**os.environ, "OUT": str(out), "MIN_S": "1"}, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "step 1: exit status 124" in r.stdout, r.stdout
+    with tarfile.open(out / "steps.tgz") as t:
+        assert t.extractfile("./1/step.log").read() == b"started\n"
 
 
 def test_a_chain_run_inside_a_chains_step_leaves_the_outer_steps_files_alone(tmp_path):
