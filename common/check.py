@@ -3,6 +3,7 @@
     random_matrix(rows, cols, dtype, rng)   fresh uniform(-1, 1) data (never zeros)
     reference(A, B)                   -> (A.B, |A|.|B|) in float64, from the inputs as given
     tolerance(K, abs_ref, precision)  -> per-element bound (common.precision says why)
+    compare(C, ref, 0, label)         an exact check: small-integer inputs (common.precision, "Small integers")
     compare(C, ref, tol, label)       -> Verdict(ok, worst, bad, ...); str(v) is the verdict line
     NAN_BITS                          the 32-bit pattern outputs are poisoned with before a run
 
@@ -63,8 +64,12 @@ def compare(C, ref, tol, label=""):
     err = np.abs(C64 - ref)
     nonfinite = ~np.isfinite(C64)
     err[nonfinite] = np.inf
+    tol = np.broadcast_to(np.asarray(tol, dtype=np.float64), err.shape)
     over = err > tol
-    ratio = np.where(nonfinite, np.inf, err / tol)
+    if tol.any():
+        ratio = np.where(nonfinite, np.inf, err / tol)
+    else:                               # an exact check (tol 0): the worst is the largest error
+        ratio = err
     idx = np.unravel_index(int(np.argmax(ratio)), ratio.shape) if ratio.size else (0, 0)
     bad = int(np.count_nonzero(over | nonfinite))
     return Verdict(ok=bad == 0, label=label, bad=bad, unwritten=int(np.count_nonzero(np.isnan(C64))),

@@ -12,6 +12,7 @@
     lab.launcher(k, M, N, K, variant=None, alpha=1, beta=0)   -> run(a, b, c) on device pointers
     lab.matmul(name, A, B, variant=None, C=None, alpha=1, beta=0)   numpy in, numpy out (C poisoned)
     lab.random_inputs(k, M, N, K, rng), lab.check(name, M, N, K, ...)   -> common.check.Verdict
+    lab.check_exact(name, M, N, K, ...)   the same on small integers, bit for bit (long sums; common.precision)
     validate(k, A, B), check_shape(k, M, N, K)    one clear message per input a kernel cannot take
 
 The table module. A lab's `lab.py` is plain data, loaded as `<package>.lab` of a package made for the
@@ -235,6 +236,18 @@ class Lab:
         v = variant if variant is not None else k.variant_for(M, N, K)
         extra = f" alpha={alpha:g} beta={beta:g}" if k.has_alpha_beta else ""
         return checking.compare(C, ref, tol, label=f"{k.label(v)} {M}x{N}x{K}{extra}")
+
+
+    def check_exact(self, name, M, N, K, variant=None, rng=None):
+        """Fresh small-integer A and B (Precision.integer_inputs), C poisoned: every partial sum is exact,
+        so the result must equal the float64 product bit for bit. The check of long sums: at large K a
+        kernel that drops or repeats a split of random products stays inside check()'s worst-case bound."""
+        k = self.kernel(name)
+        A, B = k.prec.integer_inputs(M, N, K, rng or np.random.default_rng())
+        C = self.matmul(k, A, B, variant)
+        ref, _ = checking.reference(*k.prec.reference_inputs(A, B))
+        v = variant if variant is not None else k.variant_for(M, N, K)
+        return checking.compare(C, ref, 0.0, label=f"{k.label(v)} {M}x{N}x{K} small integers, exact")
 
 
 def check_shared_memory(k):

@@ -8,6 +8,8 @@
     precision(name)                 -> the row; CourseError naming the choices
     p.input_dtype, p.element_bytes  what A and B hold on the device (numpy dtype; BF16 as uint16 bits)
     p.random_inputs(M, N, K, rng)   -> (A, B) ready to upload: fresh uniform(-1, 1) data, rounded
+    p.integer_inputs(M, N, K, rng)  -> (A, B) of small integers, whose product every row computes
+                                    exactly (see "Small integers" below): the check of long sums
     p.reference_inputs(A, B)        -> (A, B) as float64 values the kernel sees (BF16 bits decoded)
     p.tolerance(K, abs_ref, input_roundoff=None)   the per-element bound, see below
     p.peak(peaks)                   this precision's peak from device.peak_tflops(facts) (3xTF32: a
@@ -80,6 +82,20 @@ product of the inputs as the kernel receives them, so only the kernel's own arit
                result must pass; NVIDIA does not publish the algorithm, so it is the widest of the two
                readings. Where this cuBLAS has no emulation for the GPU it runs native FP32, far inside.
 
+Small integers: what the bounds cannot see at long K. The bounds above are worst cases: they grow like K,
+while the error of a right kernel on random data, and the sum of any few thousand products of it, grow
+like sqrt(K). At 128 x 128 x 65536 the FP16 bound is about 260 where the worst error measured (an H100, lab 7d) was
+1.8e-3, and a kernel that drops a whole split of 1024 products (typically 11 off) passes. Inputs drawn from
+{-2, -1, 1, 2} close that gap without a new bound: every product is an integer of magnitude at most 4,
+and every partial sum, in any order, any split and any grouping, an integer of magnitude at most 4K.
+Below 2^24 that is exact in FP32, and it stays exact inside a tensor core, which aligns its addends to
+the largest of them (at most 4K < 2^24, so a 24-bit significand still reaches the units place) and then
+truncates nothing. The inputs are exact in every type here (FP16, BF16 and TF32 hold small integers;
+3xTF32's big part is the whole value and its small part zero). So a right kernel gives the float64
+product bit for bit, and one product dropped, repeated or misplaced is an error of at least 1
+(integer_inputs; Lab.check_exact). Zero is left out, so that every product counts. The random inputs
+stay the check of precision: small integers are as exact in BF16 as in FP32.
+
 A kernel that computes in a narrower type than it claims fails these bounds: BF16 inputs (8 bits) are
 off by 2^-9, four times TF32's truncation; FP16 has TF32's mantissa but not its range, so the TF32
 inputs are drawn over a wide range of magnitudes (2^-20 to 2^20, `wide_range`), which FP16 turns
@@ -147,6 +163,17 @@ class Precision:
         """A (M x K) and B (K x N), fresh draws every call: never reused, never zeros."""
         return (self.to_device_values(self._draw(M, K, rng)), self.to_device_values(self._draw(K, N, rng)))
 
+    def integer_inputs(self, M, N, K, rng):
+        """A (M x K) and B (K x N) drawn from {-2, -1, 1, 2}, ready to upload: a right kernel computes
+        their product exactly (module docstring, "Small integers"), for K up to INTEGER_K_MAX."""
+        if K > INTEGER_K_MAX:
+            raise CourseError(f"K = {K}: with inputs up to 2 a partial sum can reach 4K, past 2^24, where FP32 "
+                              f"stops holding every integer, so the result need not be exact",
+                              hint=f"check K <= {INTEGER_K_MAX} with small integers, longer K with random inputs")
+        values = np.array([-2.0, -1.0, 1.0, 2.0])
+        return (self.to_device_values(rng.choice(values, size=(M, K))),
+                self.to_device_values(rng.choice(values, size=(K, N))))
+
     def reference_inputs(self, A, B):
         """The inputs as float64 values (what the kernel multiplies, before its own rounding)."""
         if self.name == "bf16_tensor":
@@ -203,6 +230,8 @@ PRECISIONS = {p.name: p for p in [
               "(native FP32 where this cuBLAS has no emulation for the GPU)", "cuBLAS FP32 emulated (BF16x9)",
               wide_range=True, products_per_k=9, optional=True),
 ]}
+
+INTEGER_K_MAX = 2 ** 22 - 1   # integer_inputs: 4K < 2^24, every partial sum exact in FP32
 
 TF32_ROUNDED = 2.0 ** -11      # Kernel.input_roundoff of a kernel that rounds with cvt.rna.tf32.f32
 TF32_TRUNCATED = 2.0 ** -10    # ... of one that lets the tensor core drop the low mantissa bits

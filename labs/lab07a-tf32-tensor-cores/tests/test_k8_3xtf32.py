@@ -194,6 +194,15 @@ def test_the_buffers_grow_and_every_shape_still_checks():
 
 
 @needs_gpu
+def test_a_long_k_adds_every_product_exactly_once():
+    """Small integers (common/precision.py, "Small integers"): big is the whole value, small is zero, and
+    every partial sum is exact, so C must be the float64 product bit for bit. At K = 65536 the 3xTF32
+    bound, which grows like K, would let a promotion chain dropped or added twice pass."""
+    verdict = LAB.check_exact("k8", 256, 384, 65536)
+    assert verdict.ok, str(verdict)
+
+
+@needs_gpu
 @pytest.mark.parametrize("shape", [(3, 5, 7), (129, 130, 132)], ids=lambda s: "x".join(map(str, s)))
 def test_inf_and_nan_propagate_as_in_fp32(shape):
     """Inf times a TF32 number (small part 0, e.g. 1.0) must stay Inf, not become Inf x 0 = NaN."""

@@ -414,6 +414,17 @@ def test_max_and_rms_error_within_5x_cublas_sgemms_as_k_grows(kind, name):
 @needs_gpu
 @needs_hopper
 @pytest.mark.parametrize("name", RUNGS)
+def test_a_long_k_adds_every_product_exactly_once(name):
+    """Small integers (common/precision.py, "Small integers"): big is the whole value, small is zero, and
+    every partial sum is exact, so C must be the float64 product bit for bit. At K = 65536 the 3xTF32
+    bound, which grows like K, would let a k-chunk dropped or promoted twice pass."""
+    verdict = LAB.check_exact(name, 256, 384, 65536)
+    assert verdict.ok, str(verdict)
+
+
+@needs_gpu
+@needs_hopper
+@pytest.mark.parametrize("name", RUNGS)
 @pytest.mark.parametrize("shape", [(1, 1, 1), (2, 3, 5), (65, 129, 33), (128, 128, 96), (130, 260, 2049)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_any_k_and_chains_of_every_length(shape, name):

@@ -55,6 +55,32 @@ def test_split_k_is_correct_for_any_number_of_splits(name, shape, splits):
         assert verdict.ok, str(verdict)
 
 
+# Long K: check()'s worst-case bound grows like K, a split's worth of random products like sqrt(K); at
+# 128 x 128 x 65536 a kernel that loses a split of 1024 products passes it. Small-integer inputs make every
+# partial sum exact, so the result must be the float64 product bit for bit (common/precision.py, "Small
+# integers"): one product lost or added twice is an error of at least 1.
+LONG_K = [(128, 128, 65536), (130, 261, 8191), (256, 256, 32768)]
+
+
+@needs_gpu
+@pytest.mark.parametrize("splits", [1, 7, 64, 132])
+@pytest.mark.parametrize("name", ["splitk_fp32", "splitk_v8", "splitk_fp16", "skinny_fp16"])
+def test_split_k_adds_every_product_exactly_once_at_long_k(name, splits):
+    k = LAUNCH.with_splits(LAB.kernel(name), splits)
+    for v, s in k.cases(LONG_K[:2]):
+        verdict = LAB.check_exact(k, *s, variant=v)
+        assert verdict.ok, str(verdict)
+
+
+@needs_gpu
+@pytest.mark.parametrize("prec", ["fp32", "fp16_tensor"])
+@pytest.mark.parametrize("shape", LONG_K, ids=["x".join(map(str, s)) for s in LONG_K])
+def test_the_dispatchers_long_k_choice_adds_every_product_exactly_once(prec, shape):
+    choice = DISPATCH.plan(prec, *shape)
+    verdict = LAB.check_exact(choice.kernel, *shape, variant=choice.variant)
+    assert verdict.ok, f"{choice}: {verdict}"
+
+
 @needs_gpu
 @pytest.mark.parametrize("splits", [1, 5, 132])
 @pytest.mark.parametrize("name", ["splitk_fp32", "splitk_v8", "splitk_fp16", "skinny_fp16"])
@@ -250,6 +276,18 @@ def test_wgmma_splitk_matches_float64_for_any_split(shape, splits):
     k = _wgmma_splitk_or_skip()
     k = LAUNCH.with_splits(k, splits) if splits else k
     verdict = LAB.check(k, *shape)
+    assert verdict.ok, str(verdict)
+
+
+@needs_gpu
+@pytest.mark.parametrize("splits", [0, 7, 200])
+@pytest.mark.parametrize("shape", [(128, 128, 65536), (128, 136, 33000), (256, 256, 32768)],
+                         ids=["128x128x65536", "128x136x33000", "256x256x32768"])
+def test_wgmma_splitk_adds_every_product_exactly_once_at_long_k(shape, splits):
+    """Small integers (LONG_K above): its own split, a few long splits, and many short ones."""
+    k = _wgmma_splitk_or_skip()
+    k = LAUNCH.with_splits(k, splits) if splits else k
+    verdict = LAB.check_exact(k, *shape)
     assert verdict.ok, str(verdict)
 
 
