@@ -166,11 +166,7 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
 // visible to this thread after it). A count that never comes (a bug, or a grid larger than the SMs, whose
 // later blocks would wait for splitters that cannot start) traps after 10 s rather than hangs.
 __device__ __forceinline__ void wait_count(const unsigned* counter, unsigned count) {
-    const unsigned long long start = globaltimer_ns();
-    while (ld_acquire_gpu_u32(counter) < count) {
-        __nanosleep(256);
-        if (globaltimer_ns() - start > 10000000000ull) __trap();
-    }
+    spin_acquire_while<256>(counter, [=](unsigned v) { return v < count; });
 }
 
 // The splitter warps (OVERLAP) split what the pass left out while the consumers multiply what it split:

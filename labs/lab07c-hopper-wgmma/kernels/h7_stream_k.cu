@@ -135,11 +135,7 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
 // acquire load orders the warpgroup's reads of the partial (after the named barrier that follows) after
 // it. A contributor that never comes (a bug, or a grid larger than the SMs) traps after 10 s.
 __device__ __forceinline__ void wait_for_flag(const unsigned* flag, unsigned epoch) {
-    const unsigned long long start = globaltimer_ns();
-    while (ld_acquire_gpu_u32(flag) != epoch) {
-        __nanosleep(64);
-        if (globaltimer_ns() - start > 10000000000ull) __trap();
-    }
+    spin_acquire_while<64>(flag, [=](unsigned v) { return v != epoch; });
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)

@@ -22,6 +22,7 @@
 //   setmaxnreg_inc<R> / _dec<R>          move registers between warpgroups (warp specialization)
 //   st_release_gpu_u32(p, v), red_release_gpu_add_u32(p, v), ld_acquire_gpu_u32(p), globaltimer_ns()   a flag in global memory published
 //                                        to and read by other blocks (h7's stream-K fix-up), the GPU's clock
+//   spin_acquire_while<SLEEP_NS>(p, waiting)   wait while waiting(the acquire-loaded value); traps after 10 s
 //   cluster_ctarank / cluster_id_x / nclusters_x / cluster_sync, mbar_arrive_cluster(bar, rank),
 //   tma_load_2d_multicast(dst, map, x, y, bar, mask)     thread-block clusters (h5)
 //   cluster_arrive_relaxed / cluster_wait, st_async_cluster_f4(p, bar, rank, v)   the split halves
@@ -216,6 +217,18 @@ __device__ __forceinline__ unsigned long long globaltimer_ns() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
     return t;
+}
+// While waiting(v) holds for v, the flag or counter at p read with ld.acquire.gpu (so this thread's
+// later reads come after it): a nanosleep of SLEEP_NS between tries, and a trap after 10 s of the global
+// timer, so a block that never comes (a bug, or a grid larger than the GPU holds at once) fails the launch
+// rather than hanging it. h7 waits for a flag to equal its epoch, h4_3xtf32 for a counter to reach a count.
+template <unsigned SLEEP_NS, typename Waiting>
+__device__ __forceinline__ void spin_acquire_while(const unsigned* p, Waiting waiting) {
+    const unsigned long long start = globaltimer_ns();
+    while (waiting(ld_acquire_gpu_u32(p))) {
+        __nanosleep(SLEEP_NS);
+        if (globaltimer_ns() - start > 10000000000ull) __trap();
+    }
 }
 
 // ---- register reallocation between warpgroups ------------------------------------------------------
