@@ -84,7 +84,7 @@ product of the inputs as the kernel receives them, so only the kernel's own arit
 
 Small integers: what the bounds cannot see at long K. The bounds above are worst cases: they grow like K,
 while the error of a right kernel on random data, and the sum of any few thousand products of it, grow
-like sqrt(K). At 128 x 128 x 65536 the FP16 bound is about 260 where the worst error measured (an H100, lab 7d) was
+like sqrt(K). At 128 x 128 x 65536 the FP16 bound is about 260 where the worst error measured on an H100 was
 1.8e-3, and a kernel that drops a whole split of 1024 products (typically 11 off) passes. Inputs drawn from
 {-2, -1, 1, 2} close that gap without a new bound: every product is an integer of magnitude at most 4,
 and every partial sum, in any order, any split and any grouping, an integer of magnitude at most 4K.
