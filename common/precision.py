@@ -82,10 +82,10 @@ product of the inputs as the kernel receives them, so only the kernel's own arit
                result must pass; NVIDIA does not publish the algorithm, so it is the widest of the two
                readings. Where this cuBLAS has no emulation for the GPU it runs native FP32, far inside.
 
-Small integers: what the bounds cannot see at long K. The bounds above are worst cases: they grow like K,
-while the error of a right kernel on random data, and the sum of any few thousand products of it, grow
-like sqrt(K). At 128 x 128 x 65536 the FP16 bound is about 260 where the worst error measured on an H100 was
-1.8e-3, and a kernel that drops a whole split of 1024 products (typically 11 off) passes. Inputs drawn from
+Small integers: what the bounds cannot see at long K. The bounds above are worst cases and grow like K,
+while a sum of random products of both signs grows like the square root of its length. At
+128 x 128 x 65536 the FP16 bound is about 260 (the worst error measured on an H100 was 1.8e-3), and a
+kernel that drops a whole split of 1024 products (typically 11 off) passes. Inputs drawn from
 {-2, -1, 1, 2} close that gap without a new bound: every product is an integer of magnitude at most 4,
 and every partial sum, in any order, any split and any grouping, an integer of magnitude at most 4K.
 Below 2^24 that is exact in FP32, and it stays exact inside a tensor core, which aligns its addends to
