@@ -33,7 +33,10 @@ def test_the_sampler_collects_what_nvidia_smi_prints_while_the_block_runs(tmp_pa
     fake_smi(tmp_path, f'echo "$@" > {tmp_path}/args\nwhile true; do echo 1755; sleep 0.02; done\n')
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     with clocks.ClockSampler("00000000:19:00.0", interval_ms=20) as s:
-        time.sleep(0.3)
+        deadline = time.monotonic() + 10         # a loaded CI machine may take a while to start the fake
+        while not (tmp_path / "args").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)                          # then some 15 samples' worth
     assert len(s.samples) >= 3 and set(s.samples) == {1755.0}, s.samples
     assert s.summary()["median_mhz"] == 1755.0 and s.why == ""
     args = (tmp_path / "args").read_text()
