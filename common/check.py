@@ -3,8 +3,8 @@
     random_matrix(rows, cols, dtype, rng)   fresh uniform(-1, 1) data (never zeros)
     reference(A, B)                   -> (A.B, |A|.|B|) in float64, from the inputs as given
     tolerance(K, abs_ref, precision)  -> per-element bound (common.precision says why)
-    compare(C, ref, 0, label)         an exact check: small-integer inputs (common.precision, "Small integers")
     compare(C, ref, tol, label)       -> Verdict(ok, worst, bad, ...); str(v) is the verdict line
+    compare(C, ref, 0, label)         an exact check: small-integer inputs (common.precision, "Small integers")
     NAN_BITS                          the 32-bit pattern outputs are poisoned with before a run
 
 The bounds and their justification live with the precisions, in common/precision.py: one table for

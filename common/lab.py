@@ -237,7 +237,6 @@ class Lab:
         extra = f" alpha={alpha:g} beta={beta:g}" if k.has_alpha_beta else ""
         return checking.compare(C, ref, tol, label=f"{k.label(v)} {M}x{N}x{K}{extra}")
 
-
     def check_exact(self, name, M, N, K, variant=None, rng=None):
         """Fresh small-integer A and B (Precision.integer_inputs), C poisoned: every partial sum is exact,
         so the result must equal the float64 product bit for bit. The check of long sums: at large K a
