@@ -15,7 +15,8 @@
 //               order" fences a unit's stores before the unit's next loads go out; "next loads first" issues
 //               the next unit's loads, then fences and counts the unit before (the question of lab 7c NOTES,
 //               "The pass beside the GEMM, built and measured": what do the fences cost the pass?)
-// Each timed with CUDA events, median of 15 after 3 warm-ups; the table gives GB/s and GB/s an SM.
+// Each timed with CUDA events, median of 15 after 3 warm-ups, the L2 flushed before each (a memset of twice
+// its size, outside the events); the table gives GB/s and GB/s an SM.
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -120,12 +121,16 @@ __global__ void __launch_bounds__(1024, 1) pass_on_p(const float* B, float* bt, 
         unit(B, bt, K, N, u, big, big + T * (T + 1), 1 + z);
 }
 
+static void* flush_buffer;                  // twice the L2: a memset of it leaves none of the pass's data there
+static size_t flush_bytes;
+
 template <class F> float median_ms(F launch) {
     cudaEvent_t a, b;
     CHECK(cudaEventCreate(&a)); CHECK(cudaEventCreate(&b));
     for (int i = 0; i < 3; ++i) launch();
     std::vector<float> t;
     for (int i = 0; i < 15; ++i) {
+        CHECK(cudaMemsetAsync(flush_buffer, i, flush_bytes));
         CHECK(cudaEventRecord(a)); launch(); CHECK(cudaEventRecord(b)); CHECK(cudaEventSynchronize(b));
         float ms; CHECK(cudaEventElapsedTime(&ms, a, b)); t.push_back(ms);
     }
@@ -139,6 +144,8 @@ int main(int argc, char** argv) {
     if (n < T || n % T) { fprintf(stderr, "N must be a multiple of %d\n", T); return 2; }
     const int K = n, N = n, units = (K / T) * (N / T);
     cudaDeviceProp p; CHECK(cudaGetDeviceProperties(&p, 0));
+    flush_bytes = 2 * (size_t)p.l2CacheSize;
+    CHECK(cudaMalloc(&flush_buffer, flush_bytes));
     float *B, *bt;
     CHECK(cudaMalloc(&B, (size_t)K * N * 4)); CHECK(cudaMalloc(&bt, (size_t)2 * K * N * 4));
     std::vector<float> h((size_t)K * N);
