@@ -325,7 +325,8 @@ split_h4_3xtf32(int M, int N, int K, const float* __restrict__ A, const float* _
                 float* __restrict__ a_parts, float* __restrict__ bt_parts, int pitch, int a_rows,
                 unsigned* __restrict__ ready_count, int bands) {
     constexpr int T = SPLIT_TILE;
-    static_assert(2 * T * (T + 1) * sizeof(float) <= 48 * 1024, "SPLIT_TILE: the two shared tiles are static, 48 KB at most");
+    static_assert(2 * T * (T + 1) * sizeof(float) <= 48 * 1024,
+                  "SPLIT_TILE: the two shared tiles are static, 48 KB at most");
     using Tile = SplitTile<T>;
     __shared__ float tile_big[T][T + 1], tile_small[T][T + 1];
     const int k_tiles = (K + T - 1) / T, a_blocks = k_tiles * ((a_rows + T - 1) / T);
