@@ -61,9 +61,10 @@
 // then gdesc), 12 in the stage loop (4 slices x 3), one with the scale-d predicate; LDS, 16 a stage
 // (4 slices x 4 values), each followed by its split (FSETP and FSEL for the clamp's limit, then the
 // FMNMX pair); WARPGROUP.DEPBAR.LE gsb0, 0x1 after each slice (4) and 0x0 once at a chain's end, then
-// the promotion's 64 FADD (the other 16 FADD are the split's x - big, one per fragment value); UTMALDG.2D, 6 a stage (A_big, A_small, 4 B boxes; ptxas
-// unrolls the producer: a multiple of 6); in the epilogue STS (one per value: 64), FENCE.VIEW.ASYNC.S,
-// named BAR.SYNC (2 a step) and UTMASTG (2 steps x 2 chunks); no STG; USETMAXREG; no local memory.
+// the promotion's 64 FADD (the other 16 FADD are the split's x - big, one per fragment value);
+// UTMALDG.2D, 6 a stage (A_big, A_small, 4 B boxes; ptxas unrolls the producer: a multiple of 6); in
+// the epilogue STS (one per value: 64), FENCE.VIEW.ASYNC.S, named BAR.SYNC (2 a step) and UTMASTG (2
+// steps x 2 chunks); no STG; USETMAXREG; no local memory.
 // Registers: ptxas fits the whole kernel in __launch_bounds__(384, 1)'s 168 without a spill (64 chain +
 // 64 sums + 16 fragments). ptxas must not warn C7509-C7511.
 // split_h6_3xtf32 (a thread splits SPLIT_TILE^2 / 256 elements of A): per element FSEL, 2 FMNMX, one FADD,
