@@ -295,7 +295,8 @@ def stream_k_plan(tiles, kt, sms, min_iters=None):
     by k-iterations) unless the SMs divide the tiles, or the last round is at least half full, or each
     block's share of the rest would be under MIN_SK_ITERS k-iterations, or the rest's iterations would
     pass 32-bit arithmetic (h7_schedule.cuh); off: h6's grid, min(sms, tiles), every tile whole.
-    Half full: the idle SMs of such a round cost less than the fix-up. Measured on the H100 (132 SMs,
+    Half full: the idle SMs of such a round cost less than stream-K's schedule and fix-up (taken apart at
+    4096^3: NOTES.md, "h7's stream-K taken apart"). Measured on the H100 (132 SMs,
     2026-12-05) with stream-K on: h7 72.7 % of cuBLAS at 2048^3 (128 tiles: a round of 128) against h6's
     100.2, 91.9 % at 4096^3 (a last round of 116) against 99.3; the most those idle SMs could give back
     was 3 %. CUTLASS's SM90 stream-K scheduler keeps the same rule."""

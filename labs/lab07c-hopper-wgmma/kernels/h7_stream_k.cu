@@ -31,9 +31,11 @@
 // H200 near 1000 TFLOP/s). A block writes at most one partial and reads one or two, once per launch:
 // expect +1 to +2 % over h6 at 4096^3, +2 to +3 % at 8192^3, and a loss at 2048^3, where every block
 // pays the fix-up on a 16 us tile for 3 % of balance. Measured (H100, 2026-12-05, % of cuBLAS): h7
-// 72.7 / 91.9 / 103.5 against h6's 100.2 / 99.3 / 101.2: the fix-up costs far more than its bytes, so
-// launch.py's stream_k_plan now keeps stream-K off where the last round is at least half full
-// (SK_TAIL_MAX), as at all three squares; it is on where most SMs would idle in the last round.
+// 72.7 / 91.9 / 103.5 against h6's 100.2 / 99.3 / 101.2, so launch.py's stream_k_plan keeps stream-K
+// off where the last round is at least half full (SK_TAIL_MAX), as at all three squares; it is on where
+// most SMs would idle in the last round. Taken apart at 4096^3 (H100, 2026-12-07; NOTES.md, "h7's
+// stream-K taken apart"): with no fix-up at all, stream-K on still costs 3.8 points (blocks at spread
+// k-offsets read 27 MB more from DRAM), the partials' bytes 2.6 more, the flags and fences 1.0.
 //
 // The split (h7_schedule.cuh, shared by producer, consumers and a host probe of the tests). The S =
 // T - dp_tiles "stream-K tiles" (tiles dp_tiles, dp_tiles + 1, ..., rasterized by tile_coords as all
