@@ -24,7 +24,8 @@ Spec words: `labs` (the top-level README only: each lab, its title, and for each
 the furthest rung, so that what the table claims is what the records hold), `ladder` (a bench record: each rung, the idea it adds and its file from the lab's table,
 its % of cuBLAS at each size), or `sweep` (a shape-sweep record: % of cuBLAS per kernel at the shapes
 of one `set`, optionally only those with `n=N`); `record=` a glob in the lab's results/ (the newest
-committed one by its recorded date is read); `ladder=`, `sizes=1024,4096`, `set=`, `n=`.
+committed one by its recorded date is read); `ladder=`, `sizes=1024,4096` (the table's columns: the newest
+record that times the ladder at all of them is read), `set=`, `n=`.
 
     python -m common.readme_tables [--lab labs/<lab>] [--check]     (no --lab: every lab and the top README)
 """
@@ -168,18 +169,28 @@ def committed(directory, pattern):
     return [f for f in files if f.resolve() in tracked]
 
 
-def _newest(lab, pattern, ladder=None):
+def _times(record, ladder, sizes):
+    """Whether the record times `ladder` (any ladder: None) at every one of `sizes`."""
+    have = {r.get("size") for r in record["results"] if ladder is None or r["ladder"] == ladder}
+    return set(sizes) <= have
+
+
+def _newest(lab, pattern, ladder=None, sizes=None):
     """The newest committed record by its recorded date (records.newest's order, on committed files);
     with `ladder`, the newest that times that ladder (`make bench LADDER=tf32` writes lab07a-bench-tf32_*,
-    a whole `make bench` lab07a-bench_*: a marker's glob may take both)."""
+    a whole `make bench` lab07a-bench_*: a marker's glob may take both); with `sizes`, the newest that
+    times it at each of them (a later run of one small size does not replace the table's columns)."""
     import json
     found = [(json.loads(f.read_text()), f) for f in committed(lab.results_dir, pattern)]
     if ladder is not None:
         found = [(r, f) for r, f in found if ladder in records.ladders(r)]
+    if sizes:
+        found = [(r, f) for r, f in found if _times(r, ladder, sizes)]
     found.sort(key=lambda rp: (rp[0].get("run", {}).get("date", ""), rp[1].stat().st_mtime))
     record = found[-1][0] if found else None
     if record is None:
-        raise CourseError(f"{lab.name}: no record matches results/{pattern}",
+        raise CourseError(f"{lab.name}: no record matches results/{pattern}"
+                          + (f" with {ladder or 'a ladder'} timed at {', '.join(map(str, sizes))}" if sizes else ""),
                           "run the target that writes it on a GPU (make bench), or fix the README's marker")
     return record
 
@@ -207,16 +218,27 @@ def _row_facts(lab, name):
     return "not in the lab's table", "", False
 
 
+def _sizes(spec):
+    """The sizes a block's `sizes=` names, as ints; None where it names none."""
+    if "sizes" not in spec:
+        return None
+    try:
+        return [int(x) for x in spec["sizes"].split(",")]
+    except ValueError:
+        raise CourseError(f"README marker: sizes={spec['sizes']} is not a list of whole numbers",
+                          "write e.g. sizes=2048,4096,8192") from None
+
+
 def render(lab, spec):
     """The block's table; a spec that names no ladder gives one table per ladder of the record, so a
     ladder added to the lab shows up with the record that first times it."""
     s = parse_spec(spec) if isinstance(spec, str) else spec
-    record = _newest(lab, s["record"], s.get("ladder"))
+    record = _newest(lab, s["record"], s.get("ladder"), _sizes(s))
     if "ladder" not in s:
         return "\n\n".join(render(lab, {**s, "ladder": ladder}) for ladder in records.ladders(record))
     ladder = s["ladder"]
     if s["kind"] == "ladder":
-        sizes = [int(x) for x in s["sizes"].split(",")] if "sizes" in s else records.sizes(record)
+        sizes = _sizes(s) or records.sizes(record)
         rows = []
         for name in records.kernels(record, ladder):
             if name == records.BASELINE:
@@ -251,14 +273,14 @@ def furthest(lab, spec):
     """One line that says how far a README block's record went: the ladder's furthest rung at the
     largest size, or, for a sweep, the kernel whose worst % of cuBLAS over the block's shapes is best."""
     s = parse_spec(spec) if isinstance(spec, str) else spec
-    record = _newest(lab, s["record"], s.get("ladder"))
+    record = _newest(lab, s["record"], s.get("ladder"), _sizes(s))
     if "ladder" not in s:
         return "<br>".join(furthest(lab, {**s, "ladder": ladder}) for ladder in records.ladders(record))
     ladder = s["ladder"]
     base = records.ladder_info(record, ladder, lab)["baseline"]
     gpu = record.get("gpu", {}).get("name", "?")
     if s["kind"] == "ladder":
-        size = ([int(x) for x in s["sizes"].split(",")] if "sizes" in s else records.sizes(record))[-1]
+        size = (_sizes(s) or records.sizes(record))[-1]
         rows = [r for r in record["results"] if r["ladder"] == ladder and r["size"] == size
                 and _is_rung(lab, r["kernel"]) and r.get("pct_of_cublas") is not None]
         if not rows:

@@ -209,3 +209,21 @@ def test_a_block_naming_a_ladder_takes_the_newest_record_that_times_it(tmp_path)
     assert "| 50.0 % |" in rt.render(lab, "ladder record=fake-bench_*.json ladder=fp32 sizes=4096")
     assert "| 91.0 % |" in rt.render(lab, "ladder record=fake-bench_*.json ladder=fp16 sizes=4096")
     assert rt.furthest(lab, "ladder record=fake-bench_*.json ladder=fp32") == "v2: 50.0 % of cuBLAS SGEMM at 4096³ (Test GPU)"
+
+
+def test_a_block_naming_sizes_takes_the_newest_record_that_times_them_all(tmp_path):
+    """A later run at one small size (`make bench SIZES=1024`) is newer than the whole bench: a block whose
+    columns are 2048 and 4096 keeps the bench that timed those, and says what is missing when none did."""
+    whole = _record("2026-12-01T00:00:00+00:00", 50.0)
+    small = _record("2026-12-05T00:00:00+00:00", 91.0)
+    small["results"] = [dict(r, size=1024) for r in small["results"]]
+    small["sizes"] = [1024]
+    lab = _fake_lab(tmp_path, [whole, small])
+    assert "| 50.0 % |" in rt.render(lab, "ladder record=fake-bench_*.json ladder=fp32 sizes=2048,4096")
+    assert "1024³" in rt.render(lab, "ladder record=fake-bench_*.json ladder=fp32")
+    assert rt.furthest(lab, "ladder record=fake-bench_*.json ladder=fp32 sizes=2048,4096") == \
+        "v2: 50.0 % of cuBLAS SGEMM at 4096³ (Test GPU)"
+    with pytest.raises(CourseError, match="fp32 timed at 4096, 8192"):
+        rt.render(lab, "ladder record=fake-bench_*.json ladder=fp32 sizes=4096,8192")
+    with pytest.raises(CourseError, match="whole numbers"):
+        rt.render(lab, "ladder record=fake-bench_*.json ladder=fp32 sizes=4k")
