@@ -7,6 +7,8 @@ table goes and which record it comes from, and this module writes it there or ch
     render(lab, spec)               -> markdown: the table the spec asks for, from the newest committed record
     ladder_markdown(record, ladder, rows, sizes)   the ladder table of one record (no lab needed)
     sweep_markdown(record, ladder, rows, shapes)   % of cuBLAS per kernel at some shapes of a sweep
+    figures(lab, spec)              -> (record, {kernel: {size: % of cuBLAS}}): what a ladder block shows, for
+                                       a lab's tests to hold the sheet's sentences against its table
     furthest(lab, spec)             -> one line: the furthest rung of a block's record (no yardstick,
                                        no tuned build), or a sweep's kernel with the best worst case
     labs_markdown(entries)          the top-level README's table of labs: [(link, title, lines)]
@@ -259,6 +261,20 @@ def render(lab, spec):
     rows = [(n, *_row_facts(lab, n)[:2]) for n in names]
     return sweep_markdown(record, ladder, rows, shapes)
 
+
+def figures(lab, spec):
+    """The record a ladder block's marker picks and its % of cuBLAS by kernel and size, the numbers the
+    block's table shows: a sentence of the sheet that compares rungs can be checked against them."""
+    s = parse_spec(spec) if isinstance(spec, str) else spec
+    if s["kind"] != "ladder" or "ladder" not in s:
+        raise CourseError(f"README marker '{spec}': figures() reads a ladder block that names its ladder",
+                          "pass a spec such as 'ladder record=lab07c-bench*.json ladder=fp16'")
+    record = _newest(lab, s["record"], s["ladder"], _sizes(s))
+    out = {}
+    for r in record["results"]:
+        if r["ladder"] == s["ladder"] and r.get("pct_of_cublas") is not None:
+            out.setdefault(r["kernel"], {}).setdefault(r["size"], r["pct_of_cublas"])   # the first, as the table
+    return record, out
 
 # --- the top-level README: every lab, and how far its ladders went ----------------------------------
 

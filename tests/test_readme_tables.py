@@ -227,3 +227,19 @@ def test_a_block_naming_sizes_takes_the_newest_record_that_times_them_all(tmp_pa
         rt.render(lab, "ladder record=fake-bench_*.json ladder=fp32 sizes=4096,8192")
     with pytest.raises(CourseError, match="whole numbers"):
         rt.render(lab, "ladder record=fake-bench_*.json ladder=fp32 sizes=4k")
+
+
+def test_figures_are_the_numbers_the_block_shows(tmp_path):
+    """figures() reads the record the block's table comes from (the same choice by date and sizes), so a
+    lab's test of the sheet's sentences sees what the student sees."""
+    whole = _record("2026-12-01T00:00:00+00:00", 50.0)
+    small = _record("2026-12-05T00:00:00+00:00", 91.0)
+    small["results"] = [dict(r, size=1024) for r in small["results"]]
+    small["sizes"] = [1024]
+    lab = _fake_lab(tmp_path, [whole, small])
+    record, fig = rt.figures(lab, "ladder record=fake-bench_*.json ladder=fp32 sizes=2048,4096")
+    assert record["run"]["date"].startswith("2026-12-01")
+    assert fig["v2"][4096] == 50.0 and fig["cuBLAS"][2048] == 100.0
+    assert set(rt.figures(lab, "ladder record=fake-bench_*.json ladder=fp32")[1]["v2"]) == {1024}
+    with pytest.raises(CourseError, match="names its ladder"):
+        rt.figures(lab, "ladder record=fake-bench_*.json")
