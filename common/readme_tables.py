@@ -9,6 +9,9 @@ table goes and which record it comes from, and this module writes it there or ch
     sweep_markdown(record, ladder, rows, shapes)   % of cuBLAS per kernel at some shapes of a sweep
     figures(lab, spec)              -> (record, {kernel: {size: % of cuBLAS}}): what a ladder block shows, for
                                        a lab's tests to hold the sheet's sentences against its table
+    Claim(sentence, spec, sizes, holds)   a sentence of the sheet that compares rungs, and what must hold
+    contradiction(lab, claim)       -> None, or what to fix: the sentence is gone, or the block's record
+                                       contradicts it (its figures named)
     furthest(lab, spec)             -> one line: the furthest rung of a block's record (no yardstick,
                                        no tuned build), or a sweep's kernel with the best worst case
     labs_markdown(entries)          the top-level README's table of labs: [(link, title, lines)]
@@ -275,6 +278,35 @@ def figures(lab, spec):
         if r["ladder"] == s["ladder"] and r.get("pct_of_cublas") is not None:
             out.setdefault(r["kernel"], {}).setdefault(r["size"], r["pct_of_cublas"])   # the first, as the table
     return record, out
+
+
+@dataclass
+class Claim:
+    """A sentence of a lab sheet that compares rungs (written by hand, beside a generated table), the
+    ladder block it speaks of, the sizes it speaks of, and holds(fig, sizes) -> bool on figures()."""
+    sentence: str
+    spec: str
+    sizes: tuple
+    holds: object
+
+    @property
+    def name(self):
+        return self.holds.__name__.strip("_")
+
+
+def contradiction(lab, claim, readme=None):
+    """None where the sheet still says the claim's sentence and the block's record bears it out; else
+    what to do: a new record that reorders two rungs changes the table, not the sentence beside it."""
+    path = _readme(lab, readme)
+    if claim.sentence not in re.sub(r"\s+", " ", path.read_text()):
+        return (f"{path.parent.name}/README.md no longer says \"{claim.sentence}\": where it was rewritten, "
+                f"update the lab's CLAIMS (tests/test_readme_claims.py) with the new sentence and what it claims")
+    record, fig = figures(lab, claim.spec)
+    if claim.holds(fig, claim.sizes):
+        return None
+    shown = {k: {n: v[n] for n in claim.sizes if n in v} for k, v in fig.items()}
+    return (f"{path.parent.name}/README.md says \"{claim.sentence}\", but its table's record ({_gpu(record)}, "
+            f"{_date(record)}) has {shown}: rewrite the sentence to what the record shows")
 
 # --- the top-level README: every lab, and how far its ladders went ----------------------------------
 

@@ -243,3 +243,23 @@ def test_figures_are_the_numbers_the_block_shows(tmp_path):
     assert set(rt.figures(lab, "ladder record=fake-bench_*.json ladder=fp32")[1]["v2"]) == {1024}
     with pytest.raises(CourseError, match="names its ladder"):
         rt.figures(lab, "ladder record=fake-bench_*.json")
+
+
+def test_a_sentence_the_record_contradicts_is_named_with_its_figures(tmp_path):
+    """contradiction(): None while the sheet says the sentence and the record bears it out; the figures
+    where a newer record reorders the rungs; what to update where the sentence was rewritten."""
+    lab = _fake_lab(tmp_path, [_record("2026-12-01T00:00:00+00:00", 50.0)])
+    readme = tmp_path / "README.md"
+    readme.write_text("# A lab\n\nWhat to notice: v2 more than\ndoubles v1 at 4096³.\n")
+    def _v2_doubles_v1(fig, sizes):
+        return all(fig["v2"][n] > 2 * fig["v1"][n] for n in sizes)
+    claim = rt.Claim("v2 more than doubles v1 at 4096³", "ladder record=fake-bench_*.json ladder=fp32",
+                     (4096,), _v2_doubles_v1)
+    assert claim.name == "v2_doubles_v1"
+    assert rt.contradiction(lab, claim, readme) is None          # 50.0 against 20.0; the line break is a space
+    (tmp_path / "results" / "fake-bench_test-gpu_1.json").write_text(
+        json.dumps(_record("2026-12-05T00:00:00+00:00", 35.0)))
+    problem = rt.contradiction(lab, claim, readme)
+    assert "Test GPU (sm_99), 2026-12-05" in problem and "'v2': {4096: 35.0}" in problem and "rewrite" in problem
+    readme.write_text("# A lab\n\nv2 is faster than v1.\n")
+    assert "no longer says" in rt.contradiction(lab, claim, readme)
