@@ -7,9 +7,9 @@ table goes and which record it comes from, and this module writes it there or ch
     render(lab, spec)               -> markdown: the table the spec asks for, from the newest committed record
     ladder_markdown(record, ladder, rows, sizes)   the ladder table of one record (no lab needed)
     sweep_markdown(record, ladder, rows, shapes)   % of cuBLAS per kernel at some shapes of a sweep
-    figures(lab, spec)              -> (record, {kernel: {size: % of cuBLAS}}): what a ladder block shows, for
-                                       a lab's tests to hold the sheet's sentences against its table
-    Claim(sentence, spec, sizes, holds)   a sentence of the sheet that compares rungs, and what must hold
+    figures(lab, spec)              -> (record, {kernel: {size or shape: % of cuBLAS}}): what a block shows,
+                                       for a lab's tests to hold the sheet's sentences against its table
+    Claim(sentence, spec, at, holds)     a sentence of the sheet that compares rungs, and what must hold
     contradiction(lab, claim)       -> None, or what to fix: the sentence is gone, or the block's record
                                        contradicts it (its figures named)
     furthest(lab, spec)             -> one line: the furthest rung of a block's record (no yardstick,
@@ -234,6 +234,16 @@ def _sizes(spec):
                           "write e.g. sizes=2048,4096,8192") from None
 
 
+def _sweep_shapes(record, s):
+    """The shapes a sweep block shows: those of its ladder in its `set` (and with N = `n`), in record order."""
+    shapes = []
+    for r in record["results"]:
+        if r["ladder"] == s["ladder"] and r.get("set") == s.get("set", r.get("set")) and r["shape"] not in shapes:
+            if "n" not in s or r["N"] == int(s["n"]):
+                shapes.append(r["shape"])
+    return shapes
+
+
 def render(lab, spec):
     """The block's table; a spec that names no ladder gives one table per ladder of the record, so a
     ladder added to the lab shows up with the record that first times it."""
@@ -251,11 +261,7 @@ def render(lab, spec):
             idea, path, yardstick = _row_facts(lab, name)
             rows.append((name, idea, path, yardstick))
         return ladder_markdown(record, ladder, rows, sizes)
-    shapes = []
-    for r in record["results"]:
-        if r["ladder"] == ladder and r.get("set") == s.get("set", r.get("set")) and r["shape"] not in shapes:
-            if "n" not in s or r["N"] == int(s["n"]):
-                shapes.append(r["shape"])
+    shapes = _sweep_shapes(record, s)
     names = []
     for r in record["results"]:
         if r["ladder"] == ladder and r["shape"] in shapes and r["kernel"] != records.BASELINE \
@@ -266,14 +272,23 @@ def render(lab, spec):
 
 
 def figures(lab, spec):
-    """The record a ladder block's marker picks and its % of cuBLAS by kernel and size, the numbers the
-    block's table shows: a sentence of the sheet that compares rungs can be checked against them."""
+    """The record a block's marker picks and the numbers its table shows: % of cuBLAS by kernel and size
+    (a ladder block) or by kernel and shape, the best of the kernel's rows (a sweep block). A sentence of
+    the sheet that compares rungs can be checked against them."""
     s = parse_spec(spec) if isinstance(spec, str) else spec
-    if s["kind"] != "ladder" or "ladder" not in s:
-        raise CourseError(f"README marker '{spec}': figures() reads a ladder block that names its ladder",
+    if s["kind"] not in ("ladder", "sweep") or "ladder" not in s:
+        raise CourseError(f"README marker '{spec}': figures() reads a ladder or sweep block that names its ladder",
                           "pass a spec such as 'ladder record=lab07c-bench*.json ladder=fp16'")
     record = _newest(lab, s["record"], s["ladder"], _sizes(s))
     out = {}
+    if s["kind"] == "sweep":
+        shapes = _sweep_shapes(record, s)
+        for r in record["results"]:
+            if r["ladder"] == s["ladder"] and r["shape"] in shapes and r.get("pct_of_cublas") is not None \
+                    and "[" not in r["kernel"]:          # a build (splitk[splits=1]) is no row of the table
+                best = out.setdefault(r["kernel"], {})
+                best[r["shape"]] = max(best.get(r["shape"], r["pct_of_cublas"]), r["pct_of_cublas"])
+        return record, out
     for r in record["results"]:
         if r["ladder"] == s["ladder"] and r.get("pct_of_cublas") is not None:
             out.setdefault(r["kernel"], {}).setdefault(r["size"], r["pct_of_cublas"])   # the first, as the table
@@ -283,10 +298,11 @@ def figures(lab, spec):
 @dataclass
 class Claim:
     """A sentence of a lab sheet that compares rungs (written by hand, beside a generated table), the
-    ladder block it speaks of, the sizes it speaks of, and holds(fig, sizes) -> bool on figures()."""
+    block it speaks of, the sizes (a ladder) or shapes (a sweep) it speaks of, and what must hold:
+    holds(fig, at) -> bool on figures()."""
     sentence: str
     spec: str
-    sizes: tuple
+    at: tuple
     holds: object
 
     @property
@@ -302,9 +318,9 @@ def contradiction(lab, claim, readme=None):
         return (f"{path.parent.name}/README.md no longer says \"{claim.sentence}\": where it was rewritten, "
                 f"update the lab's CLAIMS (tests/test_readme_claims.py) with the new sentence and what it claims")
     record, fig = figures(lab, claim.spec)
-    if claim.holds(fig, claim.sizes):
+    if claim.holds(fig, claim.at):
         return None
-    shown = {k: {n: v[n] for n in claim.sizes if n in v} for k, v in fig.items()}
+    shown = {k: {n: v[n] for n in claim.at if n in v} for k, v in fig.items()}
     return (f"{path.parent.name}/README.md says \"{claim.sentence}\", but its table's record ({_gpu(record)}, "
             f"{_date(record)}) has {shown}: rewrite the sentence to what the record shows")
 

@@ -263,3 +263,11 @@ def test_a_sentence_the_record_contradicts_is_named_with_its_figures(tmp_path):
     assert "Test GPU (sm_99), 2026-12-05" in problem and "'v2': {4096: 35.0}" in problem and "rewrite" in problem
     readme.write_text("# A lab\n\nv2 is faster than v1.\n")
     assert "no longer says" in rt.contradiction(lab, claim, readme)
+
+
+def test_figures_of_a_sweep_block_are_its_shapes(tmp_path):
+    lab = _fake_lab(tmp_path, [_sweep()])
+    _, fig = rt.figures(lab, "sweep record=fake-sweep_*.json ladder=fp32 set=decode n=64")
+    assert fig["gemv"] == {"1x64x64": 150.0, "4x64x64": 60.0}        # 4x32x32 has another N
+    assert fig["splitk"]["4x64x64"] == 90.0 and "tiles" in fig
+    assert not any("[" in k for k in fig)                              # builds are no rows of the table

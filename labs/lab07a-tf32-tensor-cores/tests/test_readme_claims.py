@@ -54,7 +54,7 @@ BREAKS = {"every_rung_gains_at_4096": ("k6", 42.0), "k3_and_k4_are_the_largest_s
 @pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
 def test_a_record_that_contradicts_a_sentence_is_caught(claim):
     fine = _fine()
-    assert claim.holds(fine, claim.sizes)
+    assert claim.holds(fine, claim.at)
     kernel, value = BREAKS[claim.name]
     fine[kernel] = {n: value for n in fine[kernel]}
-    assert not claim.holds(fine, claim.sizes), f"{kernel} at {value} % should make '{claim.sentence}' untrue"
+    assert not claim.holds(fine, claim.at), f"{kernel} at {value} % should make '{claim.sentence}' untrue"

@@ -57,7 +57,7 @@ BREAKS = {"five_steps_each_add_c5_largest": ("c3", 74.0), "c7_leads_cublas_by_li
 @pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
 def test_a_record_that_contradicts_a_sentence_is_caught(claim):
     fine = _fine()
-    assert claim.holds(fine, claim.sizes)
+    assert claim.holds(fine, claim.at)
     kernel, value = BREAKS[claim.name]
     fine[kernel] = {n: value for n in fine[kernel]}
-    assert not claim.holds(fine, claim.sizes), f"{kernel} at {value} % should make '{claim.sentence}' untrue"
+    assert not claim.holds(fine, claim.at), f"{kernel} at {value} % should make '{claim.sentence}' untrue"
