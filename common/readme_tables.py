@@ -320,7 +320,7 @@ def contradiction(lab, claim, readme=None):
     record, fig = figures(lab, claim.spec)
     if claim.holds(fig, claim.at):
         return None
-    shown = {k: {n: v[n] for n in claim.at if n in v} for k, v in fig.items()}
+    shown = {k: {n: round(v[n], 1) for n in claim.at if n in v} for k, v in fig.items()}
     return (f"{path.parent.name}/README.md says \"{claim.sentence}\", but its table's record ({_gpu(record)}, "
             f"{_date(record)}) has {shown}: rewrite the sentence to what the record shows")
 

@@ -10,6 +10,9 @@ shared between test folders):
     assert_inf_meets_large_operands_as_in_fp32(matmul, M, N, K, rng)   an FP32-in, FP32-out GEMM (a 3xTF32
                           one, say) puts C's NaNs and Infs where float64 does when an Inf meets operands of
                           1e3 to 1e9
+    sheet_claim_tests(lab, claims, fine, breaks)   the two tests of a lab's test_readme_claims.py: each
+                          sentence of the sheet that compares rungs holds on its table's record, and a
+                          synthetic record that contradicts it is caught (common.readme_tables.Claim)
 """
 from pathlib import Path
 
@@ -89,3 +92,27 @@ def assert_inf_meets_large_operands_as_in_fp32(matmul, M, N, K, rng):
                             | (np.isneginf(got) != np.isneginf(ref)))
         assert not len(wrong), (f"an Inf in {inf_in} meeting operands of 1e3..1e9: C's NaN/Inf pattern differs "
                                 f"from float64's at {len(wrong)} places, first (row, col) {wrong[:5].tolist()}")
+
+
+def sheet_claim_tests(lab, claims, fine, breaks, ids=None):
+    """The tests of a lab's sentences that compare rungs (common.readme_tables.Claim), for the lab's
+    tests/test_readme_claims.py to bind at module level. `fine()`: {spec: figures} on which every claim
+    holds; `breaks[id]`: (kernel, value), the change to those figures that makes the claim untrue (a
+    test that cannot fail is no test). `ids`: one per claim (default: the claim's name)."""
+    from .readme_tables import contradiction
+    ids = list(ids or [c.name for c in claims])
+
+    @pytest.mark.parametrize("claim", claims, ids=ids)
+    def test_the_sheet_says_only_what_its_tables_show(claim):
+        problem = contradiction(lab, claim)
+        assert problem is None, problem
+
+    @pytest.mark.parametrize("claim,cid", list(zip(claims, ids)), ids=ids)
+    def test_a_record_that_contradicts_a_sentence_is_caught(claim, cid):
+        fig = fine()[claim.spec]
+        assert claim.holds(fig, claim.at), f"the synthetic figures should bear out '{claim.sentence}'"
+        kernel, value = breaks[cid]
+        fig[kernel] = {at: value for at in fig[kernel]}
+        assert not claim.holds(fig, claim.at), f"{kernel} at {value} % should make '{claim.sentence}' untrue"
+
+    return test_the_sheet_says_only_what_its_tables_show, test_a_record_that_contradicts_a_sentence_is_caught

@@ -1,10 +1,8 @@
 """The sentences of lab 7's sheet that compare rungs, held against the tables they sit under
 (common.readme_tables.contradiction): a new record that reorders two rungs changes the table, and
 this test names the sentence beside it that it makes untrue."""
-import pytest
-
-from common.readme_tables import Claim, contradiction
-from common.testing import lab_of
+from common.readme_tables import Claim
+from common.testing import lab_of, sheet_claim_tests
 
 LAB = lab_of(__file__)
 
@@ -36,12 +34,6 @@ CLAIMS = [
 ]
 
 
-@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
-def test_the_sheet_says_only_what_its_table_shows(claim):
-    problem = contradiction(LAB, claim)
-    assert problem is None, problem
-
-
 def _fine():
     fp32 = {"v3": (20, 15), "v4": (45, 30), "v5": (30, 65), "v6": (35, 70), "v7": (35, 80), "v8": (38, 104)}
     fp16 = {"t4": 64.0, "cutlass": 66.0, "t4 (tuned)": 65.0}
@@ -52,11 +44,5 @@ def _fine():
 BREAKS = {"every_fp32_rung_gains": ("v6", 60.0), "big_tiles_behind_v4_at_1024": ("v8", 50.0),
           "mma_sync_tops_out_near_two_thirds": ("cutlass", 90.0)}
 
-
-@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
-def test_a_record_that_contradicts_a_sentence_is_caught(claim):
-    fine = _fine()[claim.spec]
-    assert claim.holds(fine, claim.at)
-    kernel, value = BREAKS[claim.name]
-    fine[kernel] = {n: value for n in fine[kernel]}
-    assert not claim.holds(fine, claim.at), f"{kernel} at {value} % should make '{claim.sentence}' untrue"
+test_the_sheet_says_only_what_its_tables_show, test_a_record_that_contradicts_a_sentence_is_caught = \
+    sheet_claim_tests(LAB, CLAIMS, _fine, BREAKS)

@@ -1,10 +1,8 @@
 """The sentences of lab 7a's sheet that compare rungs, held against the tables they sit under
 (common.readme_tables.contradiction): a new record that reorders two rungs changes the table, and
 this test names the sentence beside it that it makes untrue."""
-import pytest
-
-from common.readme_tables import Claim, contradiction
-from common.testing import lab_of
+from common.readme_tables import Claim
+from common.testing import lab_of, sheet_claim_tests
 
 LAB = lab_of(__file__)
 
@@ -36,25 +34,13 @@ CLAIMS = [
 ]
 
 
-@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
-def test_the_sheet_says_only_what_its_table_shows(claim):
-    problem = contradiction(LAB, claim)
-    assert problem is None, problem
-
-
 def _fine():
     pct = {"k1": 16.6, "k2": 23.6, "k3": 31.1, "k4": 40.6, "k5": 42.8, "k6": 44.9, "k7": 51.2, "cutlass": 54.2}
-    return {k: {4096: v, 8192: v} for k, v in pct.items()}
+    return {TF32: {k: {4096: v, 8192: v} for k, v in pct.items()}}
 
 
 BREAKS = {"every_rung_gains_at_4096": ("k6", 42.0), "k3_and_k4_are_the_largest_steps": ("k2", 25.0),
           "mma_sync_stays_near_half": ("cutlass", 70.0)}
 
-
-@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
-def test_a_record_that_contradicts_a_sentence_is_caught(claim):
-    fine = _fine()
-    assert claim.holds(fine, claim.at)
-    kernel, value = BREAKS[claim.name]
-    fine[kernel] = {n: value for n in fine[kernel]}
-    assert not claim.holds(fine, claim.at), f"{kernel} at {value} % should make '{claim.sentence}' untrue"
+test_the_sheet_says_only_what_its_tables_show, test_a_record_that_contradicts_a_sentence_is_caught = \
+    sheet_claim_tests(LAB, CLAIMS, _fine, BREAKS)

@@ -1,10 +1,8 @@
 """The sentences of lab 7b's sheet that compare rungs, held against the table they sit under
 (common.readme_tables.contradiction): a new record that reorders two rungs changes the table, and
 this test names the sentence beside it that it makes untrue."""
-import pytest
-
-from common.readme_tables import Claim, contradiction
-from common.testing import lab_of
+from common.readme_tables import Claim
+from common.testing import lab_of, sheet_claim_tests
 
 LAB = lab_of(__file__)
 
@@ -37,27 +35,15 @@ CLAIMS = [
 ]
 
 
-@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
-def test_the_sheet_says_only_what_its_table_shows(claim):
-    problem = contradiction(LAB, claim)
-    assert problem is None, problem
-
-
 def _fine():
     pct = {"c1": 73.0, "c2": 74.8, "c3": 75.2, "c4": 76.0, "c5": 81.7, "c7": 104.0}
     fig = {k: {n: v for n in SIZES} for k, v in pct.items()}
     fig["c7"][2048] = 98.4
-    return fig
+    return {FP32: fig}
 
 
 BREAKS = {"five_steps_each_add_c5_largest": ("c3", 74.0), "c7_leads_cublas_by_little": ("c7", 99.0),
           "too_few_tiles_at_2048": ("c7", 104.0)}
 
-
-@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
-def test_a_record_that_contradicts_a_sentence_is_caught(claim):
-    fine = _fine()
-    assert claim.holds(fine, claim.at)
-    kernel, value = BREAKS[claim.name]
-    fine[kernel] = {n: value for n in fine[kernel]}
-    assert not claim.holds(fine, claim.at), f"{kernel} at {value} % should make '{claim.sentence}' untrue"
+test_the_sheet_says_only_what_its_tables_show, test_a_record_that_contradicts_a_sentence_is_caught = \
+    sheet_claim_tests(LAB, CLAIMS, _fine, BREAKS)

@@ -5,10 +5,8 @@ sentences around them are written by hand. When a new record changes the order o
 table follows and a sentence may not: the test names the sentence and the figures that contradict it,
 so that whoever commits the record rewrites it. "Level", "gains nothing" and "within a point" allow
 one point of run-to-run spread (a bench's repeated runs differ by 0.5-3 %: NOTES.md)."""
-import pytest
-
-from common.readme_tables import Claim, contradiction
-from common.testing import lab_of
+from common.readme_tables import Claim
+from common.testing import lab_of, sheet_claim_tests
 
 LAB = lab_of(__file__)
 NOISE = 1.0            # points of % of cuBLAS: what "gains nothing" or "level" allows
@@ -67,14 +65,6 @@ CLAIMS = [
 ]
 
 
-@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
-def test_the_sheet_says_only_what_its_table_shows(claim):
-    problem = contradiction(LAB, claim)
-    assert problem is None, problem
-
-
-# --- the check itself, on synthetic figures: each claim fails where its sentence would be untrue -----
-
 def _fine():
     fp16 = {"cuBLAS": 100.0, "t4": 60.0, "t4_tma": 60.0, "h1": 45.0, "h2": 80.0, "h3": 80.0, "h4": 95.0,
             "h5": 95.0, "h6": 99.5, "h7": 99.0}
@@ -95,15 +85,5 @@ BREAKS = {
     "h6_3xtf32_behind_h4_3xtf32": ("h6_3xtf32", 241.0),
 }
 
-
-def test_every_claim_holds_on_figures_that_agree_with_the_sheet():
-    fine = _fine()
-    assert [c.name for c in CLAIMS if not c.holds(fine[c.spec], c.at)] == []
-
-
-@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
-def test_a_record_that_contradicts_a_sentence_is_caught(claim):
-    fig = _fine()[claim.spec]
-    kernel, value = BREAKS[claim.name]
-    fig[kernel] = {n: value for n in fig[kernel]}
-    assert not claim.holds(fig, claim.at), f"{kernel} at {value} % should make '{claim.sentence}' untrue"
+test_the_sheet_says_only_what_its_tables_show, test_a_record_that_contradicts_a_sentence_is_caught = \
+    sheet_claim_tests(LAB, CLAIMS, _fine, BREAKS)
