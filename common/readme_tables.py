@@ -278,7 +278,7 @@ def figures(lab, spec):
     s = parse_spec(spec) if isinstance(spec, str) else spec
     if s["kind"] not in ("ladder", "sweep") or "ladder" not in s:
         raise CourseError(f"README marker '{spec}': figures() reads a ladder or sweep block that names its ladder",
-                          "pass a spec such as 'ladder record=lab07c-bench*.json ladder=fp16'")
+                          "pass a spec such as 'ladder record=<lab>-bench_*.json ladder=fp32'")
     record = _newest(lab, s["record"], s["ladder"], _sizes(s))
     out = {}
     if s["kind"] == "sweep":
