@@ -324,6 +324,7 @@ def contradiction(lab, claim, readme=None):
     return (f"{path.parent.name}/README.md says \"{claim.sentence}\", but its table's record ({_gpu(record)}, "
             f"{_date(record)}) has {shown}: rewrite the sentence to what the record shows")
 
+
 # --- the top-level README: every lab, and how far its ladders went ----------------------------------
 
 def _is_rung(lab, name):
