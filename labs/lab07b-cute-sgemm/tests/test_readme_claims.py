@@ -11,19 +11,19 @@ WORKLOG = ("c1", "c2", "c3", "c4", "c5")
 SIZES = (2048, 4096, 8192)
 
 
-def _five_steps_each_add_c5_largest(fig, sizes):
-    for n in sizes:
+def _five_steps_each_add_c5_largest(fig, at):
+    for n in at:
         steps = {b: fig[b][n] - fig[a][n] for a, b in zip(WORKLOG, WORKLOG[1:])}
         if min(steps.values()) <= 0 or max(steps, key=steps.get) != "c5":
             return False
     return True
 
 
-def _c7_leads_cublas_by_little(fig, sizes):
-    return all(100.0 < fig["c7"][n] <= 110.0 for n in sizes)
+def _c7_leads_cublas_by_little(fig, at):
+    return all(100.0 < fig["c7"][n] <= 110.0 for n in at)
 
 
-def _too_few_tiles_at_2048(fig, sizes):
+def _too_few_tiles_at_2048(fig, at):
     return fig["c7"][2048] < fig["c7"][4096]
 
 

@@ -16,36 +16,36 @@ X3 = "ladder record=lab07c-bench*.json ladder=3xtf32 sizes=4096,8192"
 THREE_CALLS = "cuBLAS 3xTF32 (3 calls)"
 
 
-def _wgmma_alone_slower_until_tma(fig, sizes):
-    return all(fig["h1"][n] < fig["t4"][n] < fig["h2"][n] for n in sizes)
+def _wgmma_alone_slower_until_tma(fig, at):
+    return all(fig["h1"][n] < fig["t4"][n] < fig["h2"][n] for n in at)
 
 
-def _warp_specialization_gains_nothing(fig, sizes):
-    return all(fig["h3"][n] <= fig["h2"][n] + NOISE for n in sizes)
+def _warp_specialization_gains_nothing(fig, at):
+    return all(fig["h3"][n] <= fig["h2"][n] + NOISE for n in at)
 
 
-def _persistence_gains(fig, sizes):
-    return all(fig["h4"][n] > fig["h3"][n] + NOISE for n in sizes)
+def _persistence_gains(fig, at):
+    return all(fig["h4"][n] > fig["h3"][n] + NOISE for n in at)
 
 
-def _h6_within_a_point_at_4096(fig, sizes):
+def _h6_within_a_point_at_4096(fig, at):
     return abs(fig["h6"][4096] - 100.0) <= NOISE + 0.5      # "within about a point"
 
 
-def _multicast_and_stream_k_gain_nothing(fig, sizes):
-    return all(fig["h5"][n] <= fig["h4"][n] + NOISE and fig["h7"][n] <= fig["h6"][n] + NOISE for n in sizes)
+def _multicast_and_stream_k_gain_nothing(fig, at):
+    return all(fig["h5"][n] <= fig["h4"][n] + NOISE and fig["h7"][n] <= fig["h6"][n] + NOISE for n in at)
 
 
-def _no_rung_passes_cublas_at_2048(fig, sizes):
+def _no_rung_passes_cublas_at_2048(fig, at):
     return all(v.get(2048, 0.0) < 100.0 for k, v in fig.items() if k != "cuBLAS")
 
 
-def _fused_beats_three_calls(fig, sizes):
-    return all(fig["h4_3xtf32"][n] > fig[THREE_CALLS][n] for n in sizes)
+def _fused_beats_three_calls(fig, at):
+    return all(fig["h4_3xtf32"][n] > fig[THREE_CALLS][n] for n in at)
 
 
-def _h6_3xtf32_behind_h4_3xtf32(fig, sizes):
-    return all(fig["h6_3xtf32"][n] < fig["h4_3xtf32"][n] for n in sizes)
+def _h6_3xtf32_behind_h4_3xtf32(fig, at):
+    return all(fig["h6_3xtf32"][n] < fig["h4_3xtf32"][n] for n in at)
 
 
 CLAIMS = [
