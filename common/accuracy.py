@@ -12,6 +12,8 @@
     parse_ks(text), ks_for(args)     the K values to study
     composed_3xtf32(blas)            three cuBLAS TF32 GEMMs of the split operands, as one call
                                      (M, N, K, a, b, c) on device pointers (common.precision: tf32x3_cublas)
+    composed_3xtf32_presplit(blas)   the same, its operands split at the first call only: the three GEMMs
+                                     alone, a benchmark's row (tf32x3_cublas_presplit)
     summary_tables(record)           the printed tables: per distribution, each method at each K
     accuracy_chart(record, path)     error vs K, log-log, one line per method, a panel per distribution
 
@@ -174,13 +176,42 @@ class _Composed:
                                        int(c), CUDA_R_32F, N, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
                  "cublasGemmEx (3xTF32)")
 
-    def __call__(self, M, N, K, a, b, c):
-        a_big, a_small, b_big, b_small = self._scratch(max(M * K, K * N))
+    def split_into(self, parts, M, N, K, a, b):
+        """A's and B's big and small parts into parts = (a_big, a_small, b_big, b_small)."""
+        a_big, a_small, b_big, b_small = parts
         for x, big, small, n in ((a, a_big, a_small, M * K), (b, b_big, b_small, K * N)):
             self.split.prepared_call((min((n + 255) // 256, 4096), 1, 1), (256, 1, 1), int(x), big, small, n)
+
+    def products(self, parts, M, N, K, c):
+        """The three TF32 GEMMs of split parts into C (the small products first)."""
+        a_big, a_small, b_big, b_small = parts
         self._gemm(M, N, K, a_small, b_big, c, self.zero)
         self._gemm(M, N, K, a_big, b_small, c, self.one)
         self._gemm(M, N, K, a_big, b_big, c, self.one)
+
+    def __call__(self, M, N, K, a, b, c):
+        parts = self._scratch(max(M * K, K * N))
+        self.split_into(parts, M, N, K, a, b)
+        self.products(parts, M, N, K, c)
+
+
+class _PreSplit:
+    """The composition with its operands split beforehand: the first call on (a, b) splits them into
+    parts of its own, and every call runs the three GEMMs only. What a caller that keeps its operands
+    split pays per product; a benchmark row, made anew for each set of inputs (measure.Measurer builds
+    its calls per timing loop), since it cannot see when the data behind a and b change."""
+
+    def __init__(self, composed):
+        self.composed, self.key, self.parts = composed, None, None
+
+    def __call__(self, M, N, K, a, b, c):
+        key = (int(a), int(b), M, N, K)
+        if key != self.key:
+            words = max(M * K, K * N)
+            self.parts = [self.composed.cuda.mem_alloc(4 * words) for _ in range(4)]
+            self.composed.split_into(self.parts, M, N, K, a, b)
+            self.key = key
+        self.composed.products(self.parts, M, N, K, c)
 
 
 def composed_3xtf32(blas):
@@ -188,6 +219,12 @@ def composed_3xtf32(blas):
     if getattr(blas, "_composed_3xtf32", None) is None:
         blas._composed_3xtf32 = _Composed(blas)
     return blas._composed_3xtf32
+
+
+def composed_3xtf32_presplit(blas):
+    """The three calls on operands split once, before the first call (_PreSplit): a new one per call
+    of this function, so that no split outlives the inputs it was made from."""
+    return _PreSplit(composed_3xtf32(blas))
 
 
 # --- the study ---------------------------------------------------------------------------------

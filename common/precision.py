@@ -2,7 +2,8 @@
 
     PRECISIONS["fp32"], ["fp16_tensor"], ["tf32_tensor"], ["bf16_tensor"]   Precision rows
     PRECISIONS["fp32_3xtf32"], ["tf32x3_cublas"]   FP32 from three TF32 products: a kernel, and
-                                    three cuBLAS TF32 calls (see "3xTF32" below)
+                                    three cuBLAS TF32 calls (see "3xTF32" below), the split included;
+    PRECISIONS["tf32x3_cublas_presplit"]   the same three calls on operands split beforehand (timing only)
     PRECISIONS["fp32_bf16x9"]       cuBLAS's own FP32 emulation (BF16x9), a baseline only; optional:
                                     a cuBLAS or GPU without it is skipped, saying why (p.optional)
     precision(name)                 -> the row; CourseError naming the choices
@@ -223,6 +224,10 @@ PRECISIONS = {p.name: p for p in [
               2.0 ** -22, 2.0 ** -22, "tf32_tensor", "accuracy:composed_3xtf32",
               "3 x cuBLAS GemmEx COMPUTE_32F_FAST_TF32 (big.big + big.small + small.big, beta = 1), "
               "split on the device", "cuBLAS 3xTF32 (3 calls)", wide_range=True, products_per_k=3),
+    Precision("tf32x3_cublas_presplit", "FP32 in and out, three cuBLAS TF32 GEMMs of operands split beforehand",
+              np.float32, 2.0 ** -22, 2.0 ** -22, "tf32_tensor", "accuracy:composed_3xtf32_presplit",
+              "3 x cuBLAS GemmEx COMPUTE_32F_FAST_TF32 as tf32x3_cublas, the split made once before the timing",
+              "cuBLAS 3xTF32 (3 calls, pre-split)", wide_range=True, products_per_k=3),
     # cuBLAS's FP32 emulation on the BF16 tensor cores, a baseline for the FP32-accurate rows (see above)
     Precision("fp32_bf16x9", "FP32 in and out, cuBLAS's FP32 emulation (BF16x9)", np.float32, 2.0 ** -22,
               2.0 ** -24, "bf16_tensor", "sgemm_bf16x9",

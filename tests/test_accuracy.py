@@ -179,7 +179,7 @@ def test_the_3xtf32_ladder_is_timed_against_sgemm_beside_cublas_tf32_and_the_thr
     from common.measure import ladder_info
     prec = LAB7A.ladder_precision("3xtf32")
     assert prec.cublas_call == "sgemm" and prec.baseline == "cuBLAS SGEMM"
-    assert LAB7A.option("EXTRA_BASELINES")["3xtf32"] == ["tf32_tensor", "tf32x3_cublas", "fp32_bf16x9"]
+    assert LAB7A.option("EXTRA_BASELINES")["3xtf32"] == ["tf32_tensor", "tf32x3_cublas", "tf32x3_cublas_presplit", "fp32_bf16x9"]
     assert precision("tf32x3_cublas").cublas_call == "accuracy:composed_3xtf32"
     res = [{"ladder": "3xtf32", "kernel": name, "variant": "", "size": 8192, "tflops": tf, "check_ok": True}
            for name, tf in (("cuBLAS", 51.0), ("cuBLAS TF32", 400.0), ("cuBLAS 3xTF32 (3 calls)", 95.0), ("k8", 70.0))]
@@ -339,3 +339,61 @@ def test_an_old_cublas_without_emulation_is_skipped_saying_why_and_a_required_ca
         pass
     assert "sgemm_bf16x9" in cublas_unavailable(precision("fp32_bf16x9"), Binding())
     assert cublas_unavailable(precision("fp32"), Binding()) is None
+
+
+def test_the_pre_split_row_splits_once_per_set_of_inputs_and_runs_the_three_products_every_call(monkeypatch):
+    """tf32x3_cublas_presplit: the three GEMMs alone, timed as a caller that keeps its operands split
+    would pay them. Each call of its factory is a fresh _PreSplit (no split outlives a timing loop's
+    inputs), splitting again when the pointers or the shape change."""
+    log = []
+
+    class FakeComposed:
+        class cuda:
+            @staticmethod
+            def mem_alloc(nbytes):
+                log.append(("alloc", nbytes))
+                return len(log)
+
+        def split_into(self, parts, M, N, K, a, b):
+            log.append(("split", a, b, M, N, K))
+
+        def products(self, parts, M, N, K, c):
+            assert len(parts) == 4
+            log.append(("gemms", c))
+
+    composed = FakeComposed()
+    monkeypatch.setattr(acc, "composed_3xtf32", lambda blas: composed)
+    p = precision("tf32x3_cublas_presplit")
+    assert p.baseline == "cuBLAS 3xTF32 (3 calls, pre-split)" and p.cublas_call == "accuracy:composed_3xtf32_presplit"
+    assert p.tolerance(100, np.ones(1)) == precision("tf32x3_cublas").tolerance(100, np.ones(1))   # the same sums
+    call = p.cublas(object())
+    assert call is not p.cublas(object())
+    for c in (1, 2, 3):
+        call(8, 16, 4, 100, 200, c)
+    assert [x[0] for x in log] == ["alloc"] * 4 + ["split", "gemms", "gemms", "gemms"]
+    assert ("alloc", 4 * 64) in log                        # max(M K, K N) floats a part
+    log.clear()
+    call(8, 16, 4, 101, 200, 4)                            # other inputs: split again
+    call(8, 16, 8, 101, 200, 5)                            # another shape: again
+    assert [x[0] for x in log].count("split") == 2 and log[-1] == ("gemms", 5)
+
+
+@needs_gpu
+def test_the_pre_split_row_computes_what_the_three_calls_compute_bit_for_bit():
+    import pycuda.driver as cuda
+    from common.check import reference
+    from common.cublas import Cublas
+    blas, rng = Cublas(), np.random.default_rng(11)
+    M, N, K = 129, 67, 300
+    A, B = acc.draw("wide", M, K, rng), acc.draw("wide", K, N, rng)
+    a, b = cuda.to_device(A), cuda.to_device(B)
+    got = {}
+    for name in ("tf32x3_cublas", "tf32x3_cublas_presplit"):
+        call, c = precision(name).cublas(blas), cuda.mem_alloc(M * N * 4)
+        for _ in range(2):                                 # the second call reuses the pre-split parts
+            cuda.memset_d32(c, 0x7FC00000, M * N)
+            call(M, N, K, a, b, c)
+        got[name] = cuda.from_device(c, (M, N), np.float32)
+    assert np.array_equal(got["tf32x3_cublas"].view(np.uint32), got["tf32x3_cublas_presplit"].view(np.uint32))
+    ref, abs_ref = reference(A, B)
+    assert np.all(np.abs(got["tf32x3_cublas"] - ref) <= precision("tf32x3_cublas").tolerance(K, abs_ref))

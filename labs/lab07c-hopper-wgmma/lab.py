@@ -107,8 +107,8 @@ LAB7 = load("lab07-matmul-registers")
 LAB7A = load("lab07a-tf32-tensor-cores")
 LADDERS = {"fp16": [LAB7.kernel("t4"), T4_TMA] + FP16, "tf32": TF32, "3xtf32": [LAB7A.kernel("k8")] + THREE_X}
 # 3xtf32's baseline is cuBLAS SGEMM (the rung's precision); cuBLAS TF32 and the same split done with
-# three cuBLAS TF32 calls are timed beside it
-EXTRA_BASELINES = {"3xtf32": ["tf32_tensor", "tf32x3_cublas", "fp32_bf16x9"]}
+# three cuBLAS TF32 calls are timed beside it, the split timed with them and made beforehand
+EXTRA_BASELINES = {"3xtf32": ["tf32_tensor", "tf32x3_cublas", "tf32x3_cublas_presplit", "fp32_bf16x9"]}
 # make accuracy (common/accuracy.py): error vs K beside cuBLAS's, for 1xTF32 (h4_tf32), the 3xTF32 rung,
 # and the rung built with one wgmma chain over all of K up to 65536 (consumer 1's first chain is half a
 # KCHUNK): what the promotion buys; then h6_3xtf32, the same arithmetic with B split in registers

@@ -30,7 +30,7 @@ needs_hopper = pytest.mark.skipif(GPU_OK and ARCH != "sm_90",
 def test_the_row_is_checked_with_the_3xtf32_bound_and_takes_any_k():
     assert ROW.precision == "fp32_3xtf32" and ROW.roundoff == TF32_SPLIT
     assert LAB.ladder_precision("3xtf32").baseline == "cuBLAS SGEMM"
-    assert LAB.option("EXTRA_BASELINES")["3xtf32"] == ["tf32_tensor", "tf32x3_cublas", "fp32_bf16x9"]
+    assert LAB.option("EXTRA_BASELINES")["3xtf32"] == ["tf32_tensor", "tf32x3_cublas", "tf32x3_cublas_presplit", "fp32_bf16x9"]
     for shape in [(1, 1, 1), (77, 67, 45), (129, 3, 1001)]:
         assert ROW.refusal(*shape) is None, shape
     assert ROW.helpers == {"split": "split_h4_3xtf32"}
