@@ -197,7 +197,8 @@ class _Composed:
 
 class _PreSplit:
     """The composition with its operands split beforehand: the first call on (a, b) splits them into
-    parts of its own, and every call runs the three GEMMs only. What a caller that keeps its operands
+    parts of its own (not the composition's scratch, which its split-included row, timed in the same
+    interleaved loop, rewrites on every call), and every call runs the three GEMMs only. What a caller that keeps its operands
     split pays per product; a benchmark row, made anew for each set of inputs (measure.Measurer builds
     its calls per timing loop), since it cannot see when the data behind a and b change."""
 
