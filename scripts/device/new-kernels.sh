@@ -12,7 +12,7 @@
 #                study and plot), cut at BENCH_S each: accuracy-*.log, accuracy.tgz (the records and charts)
 #   PHASE=sanitize  compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on each new kernel, each lab
 #                cut at BENCH_S seconds: sanitize-*.log, sanitize.tgz (the labs' reports/sanitize/)
-#   ONLY="7c-3xtf32 7a-3xtf32"  in bench, accuracy and sanitize: run only the steps of these names;
+#   ONLY="7c-3xtf32 7a-3xtf32 7a-tf32"  in bench, accuracy and sanitize: run only the steps of these names;
 #                KERNELS_7C: the lab 7c rows sanitize takes (default: all its new ones)
 set -u
 source "$(dirname "$0")/snapshot.sh"          # $OUT, and the tree to test (the snapshot's commit)
@@ -43,6 +43,7 @@ case "${PHASE:-tests}" in
     run 7c-tf32 -C $L7C bench LADDER=tf32 SIZES=2048,4096,8192        # h6_tf32 (not timed in the first run)
     run 7c-3xtf32 -C $L7C bench LADDER=3xtf32 SIZES=4096,8192
     run 7a-3xtf32 -C $L7A bench LADDER=3xtf32 SIZES=4096,8192
+    run 7a-tf32 -C $L7A bench LADDER=tf32 SIZES=4096,8192           # k7 against CUTLASS's TF32 GEMM (issue 44)
     run 7d -C $L7D bench SHAPES=split-k,small-k
     tar -czf "$OUT/records.tgz" $(find $L7A/results $L7C/results $L7D/results -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
   accuracy)
