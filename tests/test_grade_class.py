@@ -507,6 +507,38 @@ def test_workers_that_share_a_gpu_take_turns_on_it(tmp_path, monkeypatch):
         assert not busy()
 
 
+def test_the_wait_for_a_turn_is_its_own_phase_not_the_grading_phase_s(tmp_path, monkeypatch):
+    """A worker queued behind another on a shared GPU: the seconds it waits for the lock go to
+    gpu.LOCK_WAIT, and the phase that waited (a rules part's, inside "checks and reports") keeps only
+    its own work, so a selftest's phase times say where grading spends its time, not where it queued."""
+    import fcntl
+    import threading
+    import time
+    from types import SimpleNamespace
+    from common.grading import gpu as gpumod
+    from common.grading.grader import timed
+    lock = tmp_path / "gpu.lock"
+    lock.touch()
+    monkeypatch.setenv(gpumod.LOCK_VAR, str(lock))
+    env = SimpleNamespace(phases={})
+    held = open(lock, "rb")
+    fcntl.flock(held, fcntl.LOCK_EX)                       # another worker's turn, released 0.6 s later
+    threading.Timer(0.6, lambda: fcntl.flock(held, fcntl.LOCK_UN)).start()
+    try:
+        with timed(env, "checks and reports"):
+            time.sleep(0.2)                                # work before the GPU part
+            with gpumod.turn(env.phases):
+                pass
+    finally:
+        held.close()
+    waited = env.phases[gpumod.LOCK_WAIT]
+    assert waited >= 0.3                                   # 0.6 s held, 0.2 s of them spent working
+    assert 0.15 <= env.phases["checks and reports"] < 0.35  # the 0.2 s of work, not the 0.6 s of the block
+    with timed(env, "checks and reports"), gpumod.turn(env.phases):   # no one else: no wait added
+        pass
+    assert env.phases[gpumod.LOCK_WAIT] - waited < 0.1
+
+
 def test_a_class_with_more_workers_than_gpus_grades_each_on_its_turn(small_class, grade_class_tools, tmp_path):
     """Two workers on one (simulated) GPU: both graded on it, as each would be alone (on the H200, lab 7a's
     class with JOBS=4 on its one GPU cost the reference a 'fast' point, timed beside another submission,

@@ -23,7 +23,7 @@ What a part's run does, for the student's kernel (K_s) and the reference kernel 
 K_s is launched with the reference row (threads, grid, shared memory from the reference kernel).
 
 Parent side (grader.py calls these):
-    turn()                           a context: this process's turn on its GPU (a no-op unless
+    turn(phases)                     a context: this process's turn on its GPU (a no-op unless
                                      `make grade-class` shares a GPU between workers, see turn)
     run_parts(lab, items, out_dir)   -> {item id: result dict}
     racecheck(lab, items, log_dir)   -> {item id: (status, reason)}
@@ -41,6 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]          # the repository: what makes `common` importable
 LOCK_VAR = "GRADE_GPU_LOCK"                         # set by grade-class for a worker that shares its GPU
+LOCK_WAIT = "waiting for the GPU (another worker's turn)"   # turn()'s phase: time spent queued, not grading
 WORKER = ["-m", "common.grading.gpu"]               # the worker program (tests put a fake one here)
 GUARD_BEFORE = 256                  # bytes before each matrix (keeps 256-byte alignment)
 GUARD_AFTER = 16384                 # bytes after: a row of K <= 4096 FP32 values
@@ -56,19 +57,24 @@ CRASH_EXIT = 3
 
 
 @contextlib.contextmanager
-def turn():
+def turn(phases=None):
     """Hold this GPU for the GPU checks of one submission. `make grade-class` with more workers than
     GPUs gives the workers of one GPU a hard link each to the same lock file (GRADE_GPU_LOCK names
     this worker's link, inside its sandbox): an exclusive flock on it lets them compile side by side
     and run on the GPU one at a time, so no submission is timed, or profiled by ncu, beside another.
-    Without the variable (make grade, the selftest, a worker alone on its GPU) it does nothing."""
+    Without the variable (make grade, the selftest, a worker alone on its GPU) it does nothing.
+    phases: a grader's {phase: seconds}; the seconds spent waiting for the lock are added under
+    LOCK_WAIT (grader.timed leaves them out of the phase that waited)."""
     path = os.environ.get(LOCK_VAR)
     if not path:
         yield
         return
     import fcntl
     with open(path, "rb") as f:
+        start = time.perf_counter()
         fcntl.flock(f, fcntl.LOCK_EX)
+        if phases is not None:
+            phases[LOCK_WAIT] = round(phases.get(LOCK_WAIT, 0.0) + time.perf_counter() - start, 1)
         try:
             yield
         finally:

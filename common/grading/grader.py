@@ -311,12 +311,15 @@ def _say(progress, text):
 @contextlib.contextmanager
 def timed(env, phase):
     """Adds the seconds spent in the block to env.phases[phase] (the selftest's JSON keeps them: where
-    a slow batch spends its time, compiling, racecheck or ncu)."""
-    start = time.perf_counter()
+    a slow batch spends its time, compiling, racecheck or ncu). Seconds the block spent waiting for
+    its turn on a shared GPU (gpu.turn) are left out: they are the phase gpu.LOCK_WAIT's."""
+    from .gpu import LOCK_WAIT
+    start, waited = time.perf_counter(), env.phases.get(LOCK_WAIT, 0.0)
     try:
         yield
     finally:
-        env.phases[phase] = round(env.phases.get(phase, 0.0) + time.perf_counter() - start, 1)
+        queued = env.phases.get(LOCK_WAIT, 0.0) - waited
+        env.phases[phase] = round(env.phases.get(phase, 0.0) + time.perf_counter() - start - queued, 1)
 
 
 
@@ -413,7 +416,7 @@ def grade_many(g, jobs, env, progress=True):
                           "seed": env.seed + 7919 * len(items)})
             by_item[(ji, name)] = iid
         from . import gpu as gpumod
-        with gpumod.turn():
+        with gpumod.turn(env.phases):
             gpu_results, races, measured = _on_the_gpu(g, jobs, env, lab, items, by_item, progress)
     # 4. the reports
     with timed(env, "checks and reports"):
@@ -557,7 +560,7 @@ def _code_part(g, part, compiled, facts, sass_error, gpu_res, race, env, probed)
 def _rules_part(g, part, source, env):
     """A part whose answer is a rules file, not a kernel (rules.py grades it, here and on a GPU)."""
     from . import gpu as gpumod, rules
-    with gpumod.turn():                         # its speed is measured on the GPU (rules.py)
+    with gpumod.turn(env.phases):               # its speed is measured on the GPU (rules.py)
         raw = rules.verdicts(g, part, source, env)
     return PartResult(part.name, part.title, [CheckResult(part.name, c.name, c.what, c.points, *raw[c.name])
                                               for c in part.checks], str(source or ""))
