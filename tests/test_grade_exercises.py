@@ -761,3 +761,18 @@ def test_lab_7ds_rules_file_states_the_speed_its_check_needs(tmp_path):
     said = {float(m) for m in re.findall(r"(\d+(?:\.\d+)?) % of the course's rules", text)}
     assert said == {speed.threshold}, said
     assert "named [[rule]]" in text.split("TODO(dispatch-rules)")[0]
+
+
+def test_a_selftest_record_names_its_files_relative_to_the_batch_folder(tmp_path):
+    """The batch's temporary folder is new every run: the record keeps the paths under it relative to
+    it, in a reason's text as well, and leaves other paths and values alone."""
+    from common.grading import selftest
+    work = tmp_path / "lab07-grade-x1y2"
+    record = {"reference": {"parts": [{"source": f"{work}/selftest/reference/v4.cu", "points": 2.0}]},
+              "wrong": [{"first reason": f"nvcc failed: {work}/selftest/wrong/v4_bug.cu(12): error"}],
+              "elsewhere": "/usr/local/cuda/bin/nvcc", "spread": float("nan")}
+    out = selftest.within(work, record)
+    assert out["reference"]["parts"][0] == {"source": "selftest/reference/v4.cu", "points": 2.0}
+    assert out["wrong"][0]["first reason"] == "nvcc failed: selftest/wrong/v4_bug.cu(12): error"
+    assert out["elsewhere"] == "/usr/local/cuda/bin/nvcc" and str(work) not in json.dumps(out)
+    assert out["spread"] == "nan"                                  # grader.finite: strict JSON

@@ -117,6 +117,21 @@ WRONG_COLUMNS = [("kernel", "known-wrong kernel", ""), ("part", "part", ""), ("h
                  ("gpu", "lost, GPU checks", ""), ("expected", "must lose", ""), ("first reason", "first reason", "")]
 
 
+def within(work, record):
+    """The record (grader.finite) with each path under the batch's temporary folder `work` written
+    relative to it ("selftest/wrong/v4_bug.cu"), in a reason's text too: that folder's name is new
+    every run and would make two records of the same commit differ; it is gone once the selftest ends."""
+    prefix = str(work).rstrip("/") + "/"
+
+    def rel(node):
+        if isinstance(node, dict):
+            return {k: rel(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [rel(v) for v in node]
+        return node.replace(prefix, "") if isinstance(node, str) else node
+    return rel(grader.finite(record))
+
+
 def run(g, gpu=None, json_path=None, work=None, progress=True):
     env = grader.environment(g, gpu=gpu, work=work)
     reports = grader.grade_many(g, jobs(g, env.work / "selftest"), env, progress=progress)
@@ -141,7 +156,7 @@ def run(g, gpu=None, json_path=None, work=None, progress=True):
     print("\n" + ("selftest: every expectation holds" if not problems else
                   "selftest: UNEXPECTED\n  " + "\n  ".join(problems)))
     path = rep.write_json(Path(json_path) if json_path else g.reports_dir / f"selftest_{'gpu' if env.gpu else 'nogpu'}.json",
-                          grader.finite({"what": f"{g.lab.short} grade selftest", "gpu": env.gpu, "gpu_text": env.gpu_text,
+                          within(env.work, {"what": f"{g.lab.short} grade selftest", "gpu": env.gpu, "gpu_text": env.gpu_text,
                                          "arch": env.arch, "run": rep.run_info(g.lab.dir), "phases_s": env.phases, "problems": problems,
                                          "wrong": rows, "reference": ref.to_json(), "untouched": untouched.to_json(),
                                          "wrong_reports": [r.to_json() for r in shown[2:]]}))
