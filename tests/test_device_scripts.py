@@ -246,7 +246,7 @@ if [ "$3" = {target} ]; then echo '{{}}' > "$2/results/{target}_new.json"; fi
 def test_new_kernels_bench_phase_leaves_at_most_eight_files_so_its_records_come_back(tmp_path):
     """A device call brings back 8 files of $OUT at most: PHASE=bench's five logs, gpu.txt, the build's
     tail, nvcc's log and records.tgz were 9, and records.tgz was left out (2026-12-06). The build's
-    two logs now travel packed in build.tgz."""
+    two logs now travel packed in build.tgz, and the steps' logs (seven since 2026-12-07) in bench-logs.tgz."""
     import tarfile
     import time
     project = tmp_path / "project"
@@ -273,7 +273,10 @@ if [ "$1" = -C ] && [ "$3" = build ]; then echo built; fi
     assert len(files) <= 8, files
     assert "records.tgz" in files and "build.tgz" in files and "build.log" not in files
     with tarfile.open(out / "records.tgz") as t:
-        assert len([n for n in t.getnames() if n.endswith(".json")]) == 5       # one record per bench run
+        assert len([n for n in t.getnames() if n.endswith(".json")]) == 6       # one record per bench run
+    with tarfile.open(out / "bench-logs.tgz") as t:                             # and a log per step, the probe's too
+        assert sorted(t.getnames()) == sorted(f"bench-{s}.log" for s in
+                                              ("7c-fp16", "7c-tf32", "7c-3xtf32", "7a-3xtf32", "7a-tf32", "7d", "7c-presplit"))
 
 
 def test_make_test_leaves_at_most_eight_files_even_with_failures_and_a_notebook_log(tmp_path):

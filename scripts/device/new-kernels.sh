@@ -3,7 +3,8 @@
 # wgmma_splitk and lab 7d's Hopper rules), checked on the device machine in two calls:
 #   PHASE=tests  their GPU tests, one pytest per family cut at GROUP_S seconds (default 100): tests.tgz
 #                (a log per family), failures.txt, durations.tsv
-#   PHASE=bench  their benchmarks, each cut at BENCH_S seconds (default 150): bench-*.log, records.tgz
+#   PHASE=bench  their benchmarks, each cut at BENCH_S seconds (default 150), and presplit-probe.py (7c-presplit):
+#                bench-logs.tgz (a log per step), records.tgz
 #   PHASE=ncu    ncu-tensor at 4096^3 on lab 7c's h6 and h6_tf32 beside cuBLAS's own FP16 and TF32 kernels, and
 #                the 3xTF32 rows launch by launch (the tensor pipe, the stalls: what stands between the rungs
 #                and issue 43's and 44's targets), cut at BENCH_S: ncu-*.log, ncu.tgz
@@ -12,7 +13,7 @@
 #                study and plot), cut at BENCH_S each: accuracy-*.log, accuracy.tgz (the records and charts)
 #   PHASE=sanitize  compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on each new kernel, each lab
 #                cut at BENCH_S seconds: sanitize-*.log, sanitize.tgz (the labs' reports/sanitize/)
-#   ONLY="7c-3xtf32 7a-3xtf32 7a-tf32"  in bench, accuracy and sanitize: run only the steps of these names;
+#   ONLY="7c-3xtf32 7c-presplit 7a-tf32"  in bench, accuracy and sanitize: run only the steps of these names;
 #                KERNELS_7C: the lab 7c rows sanitize takes (default: all its new ones)
 set -u
 source "$(dirname "$0")/snapshot.sh"          # $OUT, and the tree to test (the snapshot's commit)
@@ -45,7 +46,14 @@ case "${PHASE:-tests}" in
     run 7a-3xtf32 -C $L7A bench LADDER=3xtf32 SIZES=4096,8192
     run 7a-tf32 -C $L7A bench LADDER=tf32 SIZES=4096,8192           # k7 against CUTLASS's TF32 GEMM (issue 44)
     run 7d -C $L7D bench SHAPES=split-k,small-k
-    tar -czf "$OUT/records.tgz" $(find $L7A/results $L7C/results $L7D/results -newer "$OUT/gpu.txt" -type f) 2>/dev/null;;
+    # h4_3xtf32's GEMM alone on parts split beforehand, beside the pre-split cuBLAS calls (its header says why)
+    if wanted 7c-presplit; then
+      timeout "${BENCH_S:-150}" python3 scripts/device/presplit-probe.py > "$OUT/bench-7c-presplit.log" 2>&1
+      echo "exit status $?" >> "$OUT/bench-7c-presplit.log"
+    fi
+    tar -czf "$OUT/records.tgz" $(find $L7A/results $L7C/results $L7D/results -newer "$OUT/gpu.txt" -type f) 2>/dev/null
+    # one file for the logs: a call brings back 8 files, and the steps are 7
+    tar -czf "$OUT/bench-logs.tgz" -C "$OUT" $(cd "$OUT" && ls bench-*.log) && rm -f "$OUT"/bench-*.log;;
   accuracy)
     run() { local name=$1; shift; wanted "$name" || return 0
             timeout "${BENCH_S:-150}" make "$@" PYTHON=python3 > "$OUT/accuracy-$name.log" 2>&1

@@ -11,12 +11,15 @@ events, median):
 Every 3xTF32 row is checked against float64 with the course's 3xTF32 bound, and the GEMM alone must
 give the whole call's C bit for bit (the same parts, the same arithmetic).
 
-On the device machine, after `source .whl/gpu-env.sh`, in the snapshot's tree (snapshot.sh):
-    python3 scripts/device/presplit-probe.py [SIZES] [OUT.json]      default 4096,8192 and $OUT
+On the device machine, after `source .whl/gpu-env.sh`, in the snapshot's tree (snapshot.sh), lab 7c built;
+`PHASE=bench ONLY=7c-presplit scripts/device/new-kernels.sh` does all that:
+    python3 scripts/device/presplit-probe.py [SIZES] [OUT.json]
+SIZES default 4096,8192; the record goes to lab 7c's results/ (lab07c-presplit-probe_<gpu>_<date>_<commit>.json)
+unless OUT.json is given.
 """
 import dataclasses
+import datetime
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -25,13 +28,13 @@ import numpy as np
 
 def main():
     sizes = [int(s) for s in (sys.argv[1] if len(sys.argv) > 1 else "4096,8192").split(",")]
-    out_path = Path(sys.argv[2] if len(sys.argv) > 2 else Path(os.environ.get("OUT", ".")) / "presplit-probe.json")
 
     import pycuda.driver as cuda
     from common import check, clocks
     from common.cublas import Cublas
     from common.device import gpu_facts
     from common.lab import load
+    from common.measure import slug
     from common.precision import precision
     from common.report import run_info, table
     from common.timing import L2Flusher, time_interleaved
@@ -109,6 +112,8 @@ def main():
         for c in cs.values():
             c.free()
         a.free(); b.free()
+    out_path = Path(sys.argv[2]) if len(sys.argv) > 2 else lab.results_dir / (
+        f"{lab.short}-presplit-probe_{slug(facts['name'])}_{datetime.date.today().isoformat()}_{record['commit'][:7]}.json")
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {out_path}")
