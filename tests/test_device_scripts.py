@@ -314,3 +314,27 @@ def test_the_probes_build_as_their_headers_say(probe, tmp_path):
     r = subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-o", str(tmp_path / "probe"), str(DEVICE / probe)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_the_presplit_probe_gives_its_own_row_every_band_and_leaves_h4_3xtf32s_share_alone():
+    """presplit-probe.py times h4_3xtf32's GEMM alone on parts split beforehand: its row's pass must split every
+    band of A (a GEMM that still waited for splitter warps would hang when timed alone), while the whole call
+    it is timed beside keeps the share OVERLAP gives it. CPU only: the rows' tilings come from the source."""
+    import importlib.util
+    from common.lab import load
+    spec = importlib.util.spec_from_file_location("presplit_probe", DEVICE / "presplit-probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    lab = load("lab07c-hopper-wgmma")
+    k, k_pre, launch = probe.presplit_row(lab)
+    original = launch.split_share.shared_by_the_pass
+    try:
+        assert k_pre.cubin(k_pre.build_dir, "sm_90a") == k.cubin(k.build_dir, "sm_90a")     # the same build
+        bands, first = original(k, 4096, 4096, 132)
+        assert first < bands                                       # OVERLAP: the GEMM splits A's later bands
+        assert launch.split_share(k, 4096, 4096, 132) == (bands, first)
+        assert launch.split_share(k_pre, 4096, 4096, 132) == (bands, bands)
+        probe.presplit_row(lab)                                    # twice: wraps the original, not itself
+        assert launch.split_share.shared_by_the_pass is original
+    finally:
+        launch.split_share = original

@@ -25,6 +25,24 @@ from pathlib import Path
 
 import numpy as np
 
+PROBE_ROW = "h4_3xtf32_presplit_probe"
+
+def presplit_row(lab):
+    """(h4_3xtf32, the probe's row, the lab's launch module): the probe's row is h4_3xtf32's cubin under
+    another name (launch._run keeps its prepared launches apart), and from now on launch.split_share
+    gives that row every band of A in the pass (the whole call keeps its own share)."""
+    k = lab.kernel("h4_3xtf32")
+    launch = sys.modules[k.launch_hook.__module__]          # the lab's launch.py
+    k_pre = dataclasses.replace(k, name=PROBE_ROW)
+    share = getattr(launch.split_share, "shared_by_the_pass", launch.split_share)
+
+    def every_band_in_the_pass(kern, M, N, grid):
+        bands, first = share(kern, M, N, grid)
+        return (bands, bands) if kern.name == PROBE_ROW else (bands, first)
+    every_band_in_the_pass.shared_by_the_pass = share
+    launch.split_share = every_band_in_the_pass
+    return k, k_pre, launch
+
 
 def main():
     sizes = [int(s) for s in (sys.argv[1] if len(sys.argv) > 1 else "4096,8192").split(",")]
@@ -46,16 +64,7 @@ def main():
         sys.exit(f"h4_3xtf32 needs a Hopper GPU (sm_90); this one is {facts['name']} ({facts['arch']})")
     blas, flusher, rng = Cublas(), L2Flusher(facts["l2_bytes"]), np.random.default_rng()
     prec = precision("fp32_3xtf32")
-    k = lab.kernel("h4_3xtf32")
-    launch = sys.modules[k.launch_hook.__module__]          # the lab's launch.py
-    # the same cubin under another name: launch._run keeps this row's prepared launches apart
-    k_pre = dataclasses.replace(k, name="h4_3xtf32_presplit_probe")
-    share = launch.split_share
-
-    def every_band_in_the_pass(kern, M, N, grid):          # this row's; the whole call keeps its own share
-        bands, first = share(kern, M, N, grid)
-        return (bands, bands) if kern.name == k_pre.name else (bands, first)
-    launch.split_share = every_band_in_the_pass
+    k, k_pre, launch = presplit_row(lab)
 
     record = {"what": "issue 44: h4_3xtf32's GEMM alone on operands split beforehand, beside the three cuBLAS "
                       "TF32 calls split included and pre-split, interleaved (scripts/device/presplit-probe.py)",
