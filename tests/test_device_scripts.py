@@ -277,6 +277,17 @@ if [ "$1" = -C ] && [ "$3" = build ]; then echo built; fi
     with tarfile.open(out / "bench-logs.tgz") as t:                             # and a log per step, the probe's too
         assert sorted(t.getnames()) == sorted(f"bench-{s}.log" for s in
                                               ("7c-fp16", "7c-tf32", "7c-3xtf32", "7a-3xtf32", "7a-tf32", "7d", "7c-presplit"))
+    # lab 7d's whole sweep runs only when named, and then alone, with no SHAPES
+    (bin_ / "make").write_text('#!/bin/bash\nif [ "$3" = bench ]; then echo "$*" > "$2/results/bench_$RANDOM.json"; fi\n')
+    for old in project.glob("labs/*/results/*"):
+        old.unlink()
+    shutil.rmtree(out)
+    time.sleep(1)
+    r = subprocess.run(["bash", "scripts/device/new-kernels.sh"], cwd=project, capture_output=True, text=True,
+                       env={**env, "ONLY": "7d-all"})
+    assert r.returncode == 0, r.stderr
+    records = list(project.glob("labs/*/results/*.json"))
+    assert [p.read_text().split() for p in records] == [["-C", "labs/lab07d-decode-shapes", "bench", "PYTHON=python3"]]
 
 
 def test_make_test_leaves_at_most_eight_files_even_with_failures_and_a_notebook_log(tmp_path):

@@ -13,7 +13,8 @@
 #                study and plot), cut at BENCH_S each: accuracy-*.log, accuracy.tgz (the records and charts)
 #   PHASE=sanitize  compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on each new kernel, each lab
 #                cut at BENCH_S seconds: sanitize-*.log, sanitize.tgz (the labs' reports/sanitize/)
-#   ONLY="7c-3xtf32 7c-presplit 7a-tf32 7d-all"  in bench, accuracy and sanitize: run only the steps of these names;
+#   ONLY="7c-3xtf32 7c-presplit 7a-tf32"  in bench, accuracy and sanitize: run only the steps of these names;
+#                7d-all (lab 7d's whole sweep) runs only when named;
 #                KERNELS_7C: the lab 7c rows sanitize takes (default: all its new ones)
 set -u
 source "$(dirname "$0")/snapshot.sh"          # $OUT, and the tree to test (the snapshot's commit)
@@ -46,7 +47,8 @@ case "${PHASE:-tests}" in
     run 7a-3xtf32 -C $L7A bench LADDER=3xtf32 SIZES=4096,8192
     run 7a-tf32 -C $L7A bench LADDER=tf32 SIZES=4096,8192           # k7 against CUTLASS's TF32 GEMM (issue 44)
     run 7d -C $L7D bench SHAPES=split-k,small-k
-    run 7d-all -C $L7D bench                                         # the whole default sweep (issue 43: every shape)
+    # lab 7d's whole default sweep (issue 43: every shape), only when ONLY names it: the default run has step 7d
+    case " ${ONLY:-} " in *" 7d-all "*) run 7d-all -C $L7D bench;; esac
     # h4_3xtf32's GEMM alone on parts split beforehand, beside the pre-split cuBLAS calls (its header says why)
     if wanted 7c-presplit; then
       timeout "${BENCH_S:-150}" python3 scripts/device/presplit-probe.py > "$OUT/bench-7c-presplit.log" 2>&1
