@@ -279,10 +279,9 @@ if [ "$1" = -C ] && [ "$3" = build ]; then echo built; fi
                                               ("7c-fp16", "7c-tf32", "7c-3xtf32", "7a-3xtf32", "7a-tf32", "7d", "7c-presplit"))
     # lab 7d's whole sweep runs only when named, and then alone, with no SHAPES
     (bin_ / "make").write_text('#!/bin/bash\nif [ "$3" = bench ]; then echo "$*" > "$2/results/bench_$RANDOM.json"; fi\n')
-    for old in project.glob("labs/*/results/*"):
-        old.unlink()
+    for record in project.glob("labs/*/results/*"):
+        record.unlink()
     shutil.rmtree(out)
-    time.sleep(1)
     r = subprocess.run(["bash", "scripts/device/new-kernels.sh"], cwd=project, capture_output=True, text=True,
                        env={**env, "ONLY": "7d-all"})
     assert r.returncode == 0, r.stderr
